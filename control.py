@@ -1,0 +1,74 @@
+"""What the CLI and the UI do to conversations: start, send, decide, read state."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError
+
+from projection.claims import claim_decision, release_claim
+from settings import Settings
+from workflows.models import (
+    QUERY_GET_STATE,
+    SIGNAL_APPROVAL_DECISION,
+    SIGNAL_SUBMIT_MESSAGE,
+    WORKFLOW_TYPE,
+    ConversationInput,
+    ConversationState,
+    DecisionInput,
+    MessageInput,
+)
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+
+
+def new_conversation_id() -> str:
+    return f"conv-{uuid.uuid4().hex[:12]}"
+
+
+async def start_conversation(
+    client: Client, settings: Settings, message: str, conversation_id: str | None = None
+) -> str:
+    conversation_id = conversation_id or new_conversation_id()
+    start = ConversationInput(
+        conversation_id=conversation_id,
+        policy=settings.load_policy(),
+        approval_timeout_seconds=settings.approval_timeout,
+        inbox=[message],
+    )
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        start,
+        id=conversation_id,
+        task_queue=settings.task_queue,
+        search_attributes=TypedSearchAttributes(
+            [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(PENDING_APPROVALS_KEY, 0)]
+        ),
+    )
+    return conversation_id
+
+
+async def send_message(client: Client, conversation_id: str, text: str) -> None:
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SUBMIT_MESSAGE, MessageInput(text=text))
+
+
+async def send_decision(client: Client, settings: Settings, decision: DecisionInput) -> str:
+    """Claim the request (first wins), then signal it: a signal is kept even with no worker up."""
+    claimed = claim_decision(settings.approvals_db, decision)
+    handle: WorkflowHandle = client.get_workflow_handle(claimed.conversation_id)
+    try:
+        await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
+    except RPCError:
+        release_claim(settings.approvals_db, decision.request_id)
+        raise
+    return claimed.conversation_id
+
+
+async def get_state(client: Client, conversation_id: str, timeout: timedelta = QUERY_TIMEOUT) -> ConversationState:
+    """Bounded: a query needs a worker, and with none it would wait forever."""
+    handle = client.get_workflow_handle(conversation_id)
+    return await handle.query(QUERY_GET_STATE, result_type=ConversationState, rpc_timeout=timeout)

@@ -1,0 +1,122 @@
+"""An OpenAI-compatible Chat Completions endpoint driven by a script, served over real HTTP.
+
+The scripted demo model and the tests' fake models both run on this, so the real openai client
+code path (HTTP, JSON, tool calls) runs everywhere. It counts every request it answers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def text_reply(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def tool_reply(*calls: tuple[str, str, dict[str, Any] | str], text: str | None = None) -> dict[str, Any]:
+    """calls: (tool_call_id, tool_name, arguments as a dict or as raw text)."""
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
+            for call_id, name, args in calls
+        ],
+    }
+
+
+def completion(message: dict[str, Any], model: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+@dataclass
+class ScriptedModelServer:
+    responder: Responder
+    host: str = "127.0.0.1"
+    port: int = 0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                except json.JSONDecodeError as err:
+                    return self._send(400, {"error": {"message": f"invalid JSON: {err}", "type": "invalid_request"}})
+                with server._lock:
+                    server.requests.append(body)
+                try:
+                    message = server.responder(body)
+                except Exception as err:  # a script bug must show as an HTTP error, not a hang
+                    return self._send(500, {"error": {"message": str(err), "type": "script_error"}})
+                self._send(200, completion(message, str(body.get("model", "scripted"))))
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    return self._send(200, {"object": "list", "data": [{"id": "scripted-demo", "object": "model"}]})
+                self._send(404, {"error": {"message": "not found"}})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
+        self.port = self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ScriptedModelServer:
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self.requests)

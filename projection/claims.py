@@ -1,0 +1,85 @@
+"""Decision claims: the first person to decide a request wins at once, before the workflow records it.
+
+The CLI and the UI both claim here (one row per request id, INSERT or refuse) before they signal
+the workflow, so two near-simultaneous decisions never both go out and neither is silently dropped.
+This table is the deciders' arbiter; the projection tables stay the worker's alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from projection.db import connect_writer
+from projection.writes import now_iso
+from workflows.models import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL, DecisionInput
+
+
+class DecisionRefused(Exception):
+    """A decision that must not be sent; error_type is the contract's ApplicationError type."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+@dataclass(frozen=True)
+class ClaimedDecision:
+    conversation_id: str
+    decision: DecisionInput
+
+
+def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
+    """Check the request against the projection and claim it atomically, or refuse."""
+    conn = connect_writer(db_path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        row = conn.execute(
+            "SELECT conversation_id, decision, decided_by FROM ui_pending_approvals WHERE request_id = ?",
+            (decision.request_id,),
+        ).fetchone()
+        if row is None:
+            conn.execute("ROLLBACK")
+            raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {decision.request_id}")
+        if row["decision"] is not None:
+            conn.execute("ROLLBACK")
+            raise DecisionRefused(
+                ERROR_ALREADY_RESOLVED,
+                f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
+            )
+        try:
+            conn.execute(
+                "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    decision.request_id,
+                    row["conversation_id"],
+                    decision.decision,
+                    decision.reason,
+                    decision.decided_by,
+                    now_iso(),
+                ),
+            )
+        except sqlite3.IntegrityError:
+            earlier = conn.execute(
+                "SELECT decision, decided_by FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)
+            ).fetchone()
+            conn.execute("ROLLBACK")
+            raise DecisionRefused(
+                ERROR_ALREADY_RESOLVED,
+                f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
+            ) from None
+        conn.execute("COMMIT")
+        return ClaimedDecision(str(row["conversation_id"]), decision)
+    finally:
+        conn.close()
+
+
+def release_claim(db_path: Path, request_id: str) -> None:
+    """Undo a claim whose signal could not be delivered, so the person can try again."""
+    conn = connect_writer(db_path)
+    try:
+        conn.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
+    finally:
+        conn.close()

@@ -1,0 +1,87 @@
+"""Idempotent writes of the projection: the worker's activities call these and nothing else writes rows."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+
+from workflows.models import (
+    ApprovalRecord,
+    ApprovalRequestedProjection,
+    ApprovalResolvedProjection,
+    ConversationProjection,
+)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat() if value is not None else None
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def write_conversation(conn: sqlite3.Connection, conv: ConversationProjection) -> None:
+    """Upsert the status row unless a newer write already landed, then append the events once."""
+    conn.execute(
+        """INSERT INTO ui_conversations (conversation_id, turn_status, pending_count, updated_at, version)
+           VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (conversation_id) DO UPDATE SET
+             turn_status = excluded.turn_status, pending_count = excluded.pending_count,
+             updated_at = excluded.updated_at, version = excluded.version
+           WHERE excluded.version > ui_conversations.version""",
+        (conv.conversation_id, conv.turn_status, conv.pending_count, _iso(conv.updated_at), conv.version),
+    )
+    for event in conv.events:
+        conn.execute(
+            """INSERT OR IGNORE INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
+               VALUES (?, ?, ?, ?, ?)""",
+            (
+                event.event_key,
+                event.event_type,
+                event.conversation_id,
+                json.dumps(event.payload, sort_keys=True),
+                _iso(conv.updated_at),
+            ),
+        )
+
+
+def _details(record: ApprovalRecord) -> str:
+    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments}, sort_keys=True)
+
+
+def write_approval_requested(conn: sqlite3.Connection, payload: ApprovalRequestedProjection) -> None:
+    rec = payload.approval
+    conn.execute(
+        """INSERT INTO ui_pending_approvals (request_id, conversation_id, turn_id, tool_call_id, tool_name,
+             permission_type, details_json, created_at, expires_at, kv_snapshot_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (request_id) DO NOTHING""",
+        (
+            rec.request_id,
+            rec.conversation_id,
+            rec.turn_id,
+            rec.tool_call_id,
+            rec.tool_name,
+            rec.permission_type,
+            _details(rec),
+            _iso(rec.created_at),
+            _iso(rec.expires_at),
+            json.dumps(payload.kv_snapshot, sort_keys=True),
+        ),
+    )
+    write_conversation(conn, payload.conversation)
+
+
+def write_approval_resolved(conn: sqlite3.Connection, payload: ApprovalResolvedProjection) -> None:
+    rec = payload.approval
+    # A lost or rebuilt file may lack the pending row: write it whole, then resolve it.
+    write_approval_requested(
+        conn, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
+    )
+    conn.execute(
+        """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
+           WHERE request_id = ? AND resolved_at IS NULL""",
+        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id),
+    )

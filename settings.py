@@ -1,0 +1,67 @@
+"""Configuration from the environment: every variable is optional (see the README's table)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workflows.models import PolicyRules
+from workflows.policy import DEFAULT_RULES, InvalidRule, validate_rules
+
+DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
+DEMO_MODEL_NAME = "scripted-demo"
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names the variable."""
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    temporal_address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
+    namespace: str = field(default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default"))
+    task_queue: str = field(default_factory=lambda: os.environ.get("TASK_QUEUE", "durable-approvals"))
+    approvals_db: Path = field(default_factory=lambda: Path(os.environ.get("APPROVALS_DB", "data/approvals.db")))
+    workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
+    openai_base_url: str = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or DEMO_MODEL_URL)
+    openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
+    llm_model: str = field(default_factory=lambda: os.environ.get("LLM_MODEL") or DEMO_MODEL_NAME)
+    approval_timeout: float = field(default_factory=lambda: _float_env("APPROVAL_TIMEOUT", 604800.0))
+    policy_file: str | None = field(default_factory=lambda: os.environ.get("POLICY_FILE") or None)
+    ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
+    ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
+    ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
+    temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+
+    def load_policy(self) -> PolicyRules:
+        """Read POLICY_FILE once; its rules travel in the workflow input so replays agree."""
+        if self.policy_file is None:
+            return DEFAULT_RULES
+        path = Path(self.policy_file)
+        try:
+            data = tomllib.loads(path.read_text())
+            return validate_rules(PolicyRules.model_validate(data))
+        except FileNotFoundError:
+            raise ConfigError(f"POLICY_FILE {path} does not exist") from None
+        except (tomllib.TOMLDecodeError, InvalidRule, ValueError) as err:
+            raise ConfigError(f"POLICY_FILE {path} is not a valid policy: {err}") from None
+
+    @property
+    def ledger_db(self) -> Path:
+        """The execution ledger lives apart from the projection, so losing one never loses the other."""
+        return Path(os.environ.get("LEDGER_DB") or self.approvals_db.with_name("ledger.db"))

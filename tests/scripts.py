@@ -1,0 +1,58 @@
+"""Scripted model behaviours for the tests: functions of the transcript, counted per request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from demo_model.server import ScriptedModelServer, text_reply, tool_reply
+
+Behaviour = Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+def last_role(messages: list[dict[str, Any]]) -> str:
+    return str(messages[-1]["role"])
+
+
+def tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool messages after the last assistant message."""
+    out: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message["role"] != "tool":
+            break
+        out.append(message)
+    return list(reversed(out))
+
+
+def first_user_text(messages: list[dict[str, Any]]) -> str:
+    return next(str(m["content"]) for m in messages if m["role"] == "user")
+
+
+def calls_then_summary(*calls: tuple[str, str, dict[str, Any] | str]) -> Behaviour:
+    """On a user message: the given tool calls. After tool results: a text quoting each of them."""
+
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if last_role(messages) == "user":
+            return tool_reply(*calls)
+        return text_reply("results: " + " | ".join(str(m["content"]) for m in tool_results(messages)))
+
+    return behave
+
+
+class ScriptedModel:
+    """Holds the behaviour a test sets; counts requests through the HTTP server."""
+
+    def __init__(self) -> None:
+        self.behaviour: Behaviour = lambda messages: text_reply("hello from the scripted test model")
+        self.server: ScriptedModelServer | None = None
+
+    def respond(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.behaviour(body["messages"])
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        assert self.server is not None
+        return self.server.requests
+
+    def assistant_messages_requested_for(self, conversation_marker: str) -> int:
+        return sum(1 for body in self.requests if first_user_text(body["messages"]) == conversation_marker)

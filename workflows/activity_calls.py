@@ -1,0 +1,82 @@
+"""How the workflow calls its activities: names, timeouts, retries and Web UI summaries in one place.
+
+Activities are called by name so the workflow module never imports their implementations (the
+sandbox re-imports workflow modules; the openai client and sqlite have no business there).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
+    from workflows.models import (
+        ApprovalRequestedProjection,
+        ApprovalResolvedProjection,
+        ChatMessage,
+        ConversationProjection,
+        LlmRequest,
+        ToolRequest,
+        ToolResult,
+    )
+
+CALL_LLM = "call_llm"
+EXECUTE_TOOL = "execute_tool"
+PROJECT_CONVERSATION = "project_conversation"
+PROJECT_APPROVAL_REQUESTED = "project_approval_requested"
+PROJECT_APPROVAL_RESOLVED = "project_approval_resolved"
+
+LLM_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=6,
+    non_retryable_error_types=["LlmBadRequest", "LlmAuthentication"],
+)
+TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=4)
+PROJECTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
+
+
+async def call_llm(request: LlmRequest) -> ChatMessage:
+    return await workflow.execute_activity(
+        CALL_LLM,
+        request,
+        result_type=ChatMessage,
+        start_to_close_timeout=timedelta(minutes=3),
+        retry_policy=LLM_RETRY,
+        summary=f"{request.turn_id}: ask the model ({len(request.messages)} messages)",
+    )
+
+
+async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
+    return await workflow.execute_activity(
+        EXECUTE_TOOL,
+        request,
+        result_type=ToolResult,
+        start_to_close_timeout=timedelta(minutes=10),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+        summary=summary,
+    )
+
+
+async def project(
+    payload: ConversationProjection | ApprovalRequestedProjection | ApprovalResolvedProjection,
+) -> None:
+    """Mirror state that history already holds into the SQLite read model."""
+    if isinstance(payload, ApprovalRequestedProjection):
+        name, summary = PROJECT_APPROVAL_REQUESTED, f"projection: {payload.approval.request_id} pending"
+    elif isinstance(payload, ApprovalResolvedProjection):
+        name = PROJECT_APPROVAL_RESOLVED
+        summary = f"projection: {payload.approval.request_id} {payload.approval.resolution}"
+    else:
+        name, summary = PROJECT_CONVERSATION, f"projection: {payload.turn_status}"
+    await workflow.execute_activity(
+        name,
+        payload,
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=PROJECTION_RETRY,
+        summary=summary,
+    )

@@ -1,0 +1,95 @@
+"""The approval book: which requests wait, how each was resolved, and who may still decide.
+
+Pure workflow state. A decision binds to one request id of this conversation; the first
+decision wins and every later one is refused with a named error, so a stale or replayed
+"approve" can never land on another call.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from workflows.models import (
+    ERROR_ALREADY_RESOLVED,
+    ERROR_UNKNOWN_APPROVAL,
+    ApprovalRecord,
+    DecisionInput,
+    Resolution,
+    request_id_for,
+)
+
+
+class ApprovalBook:
+    def __init__(self, conversation_id: str, always_allow: list[str], resolved: dict[str, Resolution]) -> None:
+        self._conversation_id = conversation_id
+        self.always_allow: set[str] = set(always_allow)
+        self._carried: dict[str, Resolution] = dict(resolved)
+        self._records: dict[str, ApprovalRecord] = {}
+
+    def open(self, record: ApprovalRecord) -> None:
+        self._records[record.request_id] = record
+
+    def pending(self) -> list[ApprovalRecord]:
+        return [record for record in self._records.values() if record.resolution is None]
+
+    def pending_count(self) -> int:
+        return len(self.pending())
+
+    def resolutions(self) -> dict[str, Resolution]:
+        current = {rid: rec.resolution for rid, rec in self._records.items() if rec.resolution is not None}
+        return {**self._carried, **current}
+
+    def refusal(self, request_id: str) -> tuple[str, str] | None:
+        """Why a decision for request_id must be refused, or None when it may be applied."""
+        record = self._records.get(request_id)
+        earlier = record.resolution if record is not None else self._carried.get(request_id)
+        if earlier is not None:
+            return ERROR_ALREADY_RESOLVED, f"approval {request_id} was already resolved: {earlier}"
+        if record is not None:
+            return None
+        if not request_id.startswith(request_id_for(self._conversation_id, "")):
+            return (
+                ERROR_UNKNOWN_APPROVAL,
+                f"approval {request_id} does not belong to conversation {self._conversation_id}",
+            )
+        return ERROR_UNKNOWN_APPROVAL, f"no approval {request_id} in conversation {self._conversation_id}"
+
+    def apply(self, decision: DecisionInput, now: datetime) -> Resolution:
+        """Resolve a request (refusal() has passed); always_allow also frees waiting siblings."""
+        record = self._records[decision.request_id]
+        self._resolve(record, decision.decision, decision.reason, decision.decided_by, now)
+        if decision.decision == "always_allow":
+            self.always_allow.add(record.tool_name)
+            for sibling in self.pending():
+                if sibling.tool_name == record.tool_name:
+                    reason = f"always allowed with {record.request_id}"
+                    self._resolve(sibling, "allow", reason, decision.decided_by, now)
+        return decision.decision
+
+    def expire(self, request_id: str, now: datetime, timeout_seconds: float) -> None:
+        record = self._records[request_id]
+        if record.resolution is None:
+            self._resolve(record, "expired", f"no decision within {timeout_seconds:g} seconds", "timeout", now)
+
+    def cancel_all(self, now: datetime) -> None:
+        for record in self.pending():
+            self._resolve(record, "canceled", "the conversation was closed", "close", now)
+
+    @staticmethod
+    def _resolve(
+        record: ApprovalRecord, resolution: Resolution, reason: str | None, decided_by: str | None, now: datetime
+    ) -> None:
+        record.resolution = resolution
+        record.reason = reason
+        record.decided_by = decided_by or "unknown"
+        record.resolved_at = now
+
+
+def outcome_message(record: ApprovalRecord) -> str:
+    """What the model is told about a call that did not run."""
+    because = f" Reason: {record.reason}" if record.reason else ""
+    if record.resolution == "deny":
+        return f"Not run: {record.decided_by} denied this {record.tool_name} call.{because}"
+    if record.resolution == "expired":
+        return f"Not run: the approval request expired without a decision, which counts as a denial.{because}"
+    return f"Not run: the request was canceled before a decision.{because}"

@@ -1,0 +1,226 @@
+"""ConversationWorkflow: one conversation, its turns, and the approvals its tools wait for.
+
+The workflow holds no result it has not recorded: the model's reply is an activity result, each
+tool's result is an activity result, and a pending approval is state rebuilt by replay. So a
+worker can be evicted, killed or replaced while a person thinks, and the turn resumes at the exact
+pending call without asking the model again.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    # Pure data and pure functions; passing them through keeps one pydantic class identity.
+    from workflows import activity_calls as calls
+    from workflows.approvals import ApprovalBook
+    from workflows.models import (
+        QUERY_GET_STATE,
+        SIGNAL_APPROVAL_DECISION,
+        SIGNAL_CLOSE,
+        SIGNAL_SET_AUTO_APPROVE,
+        SIGNAL_SUBMIT_MESSAGE,
+        UPDATE_DECIDE,
+        WORKFLOW_TYPE,
+        AutoApproveInput,
+        ChatMessage,
+        CloseInput,
+        ConversationInput,
+        ConversationState,
+        DecisionInput,
+        DecisionResult,
+        LlmRequest,
+        MessageInput,
+        ToolCall,
+        TurnStatus,
+    )
+    from workflows.status import StatusKeeper
+    from workflows.tool_runner import ToolRunner
+
+MAX_MODEL_STEPS_PER_TURN = 25
+SYSTEM_PROMPT = (
+    "You are an assistant with tools over a workspace directory. Tools that change things need a "
+    "person's approval; when a call is denied or expires, say so and do not retry it blindly."
+)
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
+class ConversationWorkflow:
+    @workflow.init
+    def __init__(self, start: ConversationInput) -> None:
+        self._start = start
+        self._id = start.conversation_id
+        self._inbox = list(start.inbox)
+        self._messages = list(start.messages)
+        self._kv = dict(start.kv)
+        self._turn_count = start.turn_count
+        self._turn_id: str | None = f"turn_{start.turn_count}" if start.turn_count else None
+        self._closed = False
+        self._last_error: str | None = None
+        self._book = ApprovalBook(self._id, start.always_allow, start.resolved)
+        self._auto_approve = start.auto_approve
+        self._status = StatusKeeper(self._id)
+        self._tools = ToolRunner(self)
+
+    # ---- run loop -------------------------------------------------------------------------
+    @workflow.run
+    async def run(self, start: ConversationInput) -> ConversationState:
+        if not self._messages:
+            self._messages.append(ChatMessage(role="system", content=SYSTEM_PROMPT))
+        while True:
+            await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
+            if self._closed:
+                break
+            await self._run_turn(self._inbox.pop(0))
+            if self._closed:
+                break
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._carry_over())
+        await self._status.set("closed", self._book.pending(), event="conversation.closed", key="closed")
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.get_state()
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        limit = self._start.continue_as_new_after_events
+        return info.is_continue_as_new_suggested() or (limit is not None and info.get_current_history_length() > limit)
+
+    def _carry_over(self) -> ConversationInput:
+        return self._start.model_copy(
+            update={
+                "inbox": list(self._inbox),
+                "messages": list(self._messages),
+                "always_allow": sorted(self._book.always_allow),
+                "auto_approve": self._auto_approve,
+                "kv": dict(self._kv),
+                "turn_count": self._turn_count,
+                "used_tool_call_ids": sorted(self._tools.used_ids),
+                "resolved": self._book.resolutions(),
+            }
+        )
+
+    async def _run_turn(self, text: str) -> None:
+        self._turn_count += 1
+        turn_id = self._turn_id = f"turn_{self._turn_count}"
+        self._last_error = None
+        self._messages.append(ChatMessage(role="user", content=text))
+        await self._status.set("running", [], event="turn.started", key=turn_id, payload={"text": text})
+        for _ in range(MAX_MODEL_STEPS_PER_TURN):
+            request = LlmRequest(
+                conversation_id=self._id, turn_id=turn_id, messages=self._messages, tools=self._tools.schemas()
+            )
+            try:
+                reply = await calls.call_llm(request)
+            except ActivityError as err:
+                await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
+                return
+            reply = self._tools.normalise_ids(reply)
+            self._messages.append(reply)
+            if not reply.tool_calls:
+                await self._status.set("idle", [], event="turn.completed", key=turn_id)
+                return
+            await self._tools.run_all(turn_id, reply.tool_calls)
+            if self._closed:
+                return
+        await self._fail_turn(turn_id, f"the model asked for tools {MAX_MODEL_STEPS_PER_TURN} times without answering")
+
+    async def _fail_turn(self, turn_id: str, reason: str) -> None:
+        self._last_error = reason
+        await self._status.set("failed", [], event="turn.failed", key=turn_id, payload={"reason": reason})
+
+    # ---- state used by the tool runner ----------------------------------------------------
+    @property
+    def conversation_id(self) -> str:
+        return self._id
+
+    @property
+    def book(self) -> ApprovalBook:
+        return self._book
+
+    @property
+    def status(self) -> StatusKeeper:
+        return self._status
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def auto_approve(self) -> bool:
+        return self._auto_approve or self._start.policy.mode == "auto_approve"
+
+    @property
+    def start_input(self) -> ConversationInput:
+        return self._start
+
+    @property
+    def kv(self) -> dict:
+        return self._kv
+
+    def record_tool_message(self, call: ToolCall, content: str) -> None:
+        self._messages.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
+
+    def replace_kv(self, kv: dict) -> None:
+        self._kv = dict(kv)
+
+    # ---- handlers -------------------------------------------------------------------------
+    @workflow.signal(name=SIGNAL_SUBMIT_MESSAGE)
+    def submit_message(self, message: MessageInput) -> None:
+        if self._closed:
+            workflow.logger.warning("message ignored: conversation %s is closed", self._id)
+            return
+        self._inbox.append(message.text)
+
+    @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
+    def approval_decision(self, decision: DecisionInput) -> None:
+        refusal = self._book.refusal(decision.request_id)
+        if refusal is not None:
+            # A bad signal must never fail the workflow task: log it and change nothing.
+            workflow.logger.warning("decision ignored: %s", refusal[1])
+            return
+        self._book.apply(decision, workflow.now())
+
+    @workflow.update(name=UPDATE_DECIDE)
+    def decide(self, decision: DecisionInput) -> DecisionResult:
+        resolution = self._book.apply(decision, workflow.now())
+        return DecisionResult(request_id=decision.request_id, resolution=resolution)
+
+    @decide.validator
+    def _validate_decide(self, decision: DecisionInput) -> None:
+        refusal = self._book.refusal(decision.request_id)
+        if refusal is not None:
+            error_type, message = refusal
+            raise ApplicationError(message, type=error_type, non_retryable=True)
+
+    @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
+    def set_auto_approve(self, value: AutoApproveInput) -> None:
+        self._auto_approve = value.enabled
+
+    @workflow.signal(name=SIGNAL_CLOSE)
+    def close(self, _: CloseInput | None = None) -> None:
+        self._closed = True
+        self._inbox.clear()
+        self._book.cancel_all(workflow.now())
+
+    @workflow.query(name=QUERY_GET_STATE)
+    def get_state(self) -> ConversationState:
+        status: TurnStatus = self._status.turn_status
+        return ConversationState(
+            conversation_id=self._id,
+            turn_status=status,
+            turn_id=self._turn_id,
+            messages=self._messages,
+            pending_approvals=self._book.pending(),
+            always_allow=sorted(self._book.always_allow),
+            auto_approve=self.auto_approve,
+            kv=self._kv,
+            last_error=self._last_error,
+        )
+
+
+def _cause_message(err: BaseException) -> str:
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return str(err) or type(err).__name__

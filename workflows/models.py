@@ -1,0 +1,179 @@
+"""Payload types and names shared by the workflow, the activities, the CLI and the UI.
+
+Everything that crosses a Temporal boundary (workflow input, signal, update, query, activity
+argument or result) is one of these pydantic models, so every side agrees on one shape.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+WORKFLOW_TYPE = "ConversationWorkflow"
+SIGNAL_SUBMIT_MESSAGE = "submit_message"
+SIGNAL_APPROVAL_DECISION = "approval_decision"
+SIGNAL_SET_AUTO_APPROVE = "set_auto_approve"
+SIGNAL_CLOSE = "close"
+UPDATE_DECIDE = "decide"
+QUERY_GET_STATE = "get_state"
+
+ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
+ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
+
+TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
+Decision = Literal["allow", "deny", "always_allow"]
+Resolution = Literal["allow", "deny", "always_allow", "expired", "canceled"]
+PermissionType = Literal["read", "write", "execute", "state"]
+RuleVerdict = Literal["allow", "ask", "deny"]
+
+
+def request_id_for(conversation_id: str, tool_call_id: str) -> str:
+    """The approval key: one request of one conversation, never reused."""
+    return f"perm_{conversation_id}_{tool_call_id}"
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str = Field(description="the raw JSON text the model wrote, kept verbatim")
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class PolicyRules(BaseModel):
+    mode: Literal["default", "auto_approve"] = "default"
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class ApprovalRecord(BaseModel):
+    """One approval request as the workflow holds it; the projection mirrors it."""
+
+    request_id: str
+    conversation_id: str
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    permission_type: PermissionType
+    arguments: dict[str, Any]
+    created_at: datetime
+    expires_at: datetime
+    resolution: Resolution | None = None
+    reason: str | None = None
+    decided_by: str | None = None
+    resolved_at: datetime | None = None
+
+
+class ConversationInput(BaseModel):
+    """Workflow input; also the state carried across continue-as-new."""
+
+    conversation_id: str
+    policy: PolicyRules = Field(default_factory=PolicyRules)
+    approval_timeout_seconds: float = 604800.0
+    inbox: list[str] = Field(default_factory=list)
+    messages: list[ChatMessage] = Field(default_factory=list)
+    always_allow: list[str] = Field(default_factory=list)
+    auto_approve: bool = False
+    kv: dict[str, Any] = Field(default_factory=dict)
+    turn_count: int = 0
+    used_tool_call_ids: list[str] = Field(default_factory=list)
+    resolved: dict[str, Resolution] = Field(default_factory=dict)
+    continue_as_new_after_events: int | None = None
+
+
+class MessageInput(BaseModel):
+    text: str
+
+
+class DecisionInput(BaseModel):
+    request_id: str
+    decision: Decision
+    reason: str | None = None
+    decided_by: str | None = None
+
+
+class AutoApproveInput(BaseModel):
+    enabled: bool
+
+
+class CloseInput(BaseModel):
+    pass
+
+
+class DecisionResult(BaseModel):
+    request_id: str
+    resolution: Resolution
+
+
+class ConversationState(BaseModel):
+    conversation_id: str
+    turn_status: TurnStatus
+    turn_id: str | None
+    messages: list[ChatMessage]
+    pending_approvals: list[ApprovalRecord]
+    always_allow: list[str]
+    auto_approve: bool
+    kv: dict[str, Any] = Field(default_factory=dict)
+    last_error: str | None = None
+
+
+class LlmRequest(BaseModel):
+    conversation_id: str
+    turn_id: str
+    messages: list[ChatMessage]
+    tools: list[dict[str, Any]]
+
+
+class ToolRequest(BaseModel):
+    conversation_id: str
+    turn_id: str
+    tool_call_id: str
+    request_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    kv: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(BaseModel):
+    content: str
+    is_error: bool = False
+    outcome_unknown: bool = False
+    kv: dict[str, Any] | None = Field(default=None, description="new kv state when the tool changed it")
+
+
+class ProjectionEvent(BaseModel):
+    """One ordered event for the UI; event_key makes a retried write a no-op."""
+
+    event_key: str
+    event_type: str
+    conversation_id: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConversationProjection(BaseModel):
+    conversation_id: str
+    turn_status: TurnStatus
+    pending_count: int
+    updated_at: datetime
+    version: int = Field(description="increases with every write of one conversation; older writes lose")
+    events: list[ProjectionEvent] = Field(default_factory=list)
+
+
+class ApprovalRequestedProjection(BaseModel):
+    approval: ApprovalRecord
+    kv_snapshot: dict[str, Any]
+    conversation: ConversationProjection
+
+
+class ApprovalResolvedProjection(BaseModel):
+    approval: ApprovalRecord
+    conversation: ConversationProjection

@@ -1,0 +1,159 @@
+"""Runs the tool calls of one assistant message: validate, apply the policy, ask, execute.
+
+Allowed calls run at once and their results are recorded at once; every asked call of the
+message gets its own approval request, all open together, each waiting on its own decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import activity_calls as calls
+    from workflows.approvals import outcome_message
+    from workflows.models import (
+        ApprovalRecord,
+        ApprovalRequestedProjection,
+        ApprovalResolvedProjection,
+        ChatMessage,
+        ToolCall,
+        ToolRequest,
+        ToolResult,
+        TurnStatus,
+        request_id_for,
+    )
+    from workflows.policy import evaluate
+    from workflows.tool_specs import TOOL_SPECS, InvalidToolCall, ToolSpec, main_argument_text, validate_call
+
+if TYPE_CHECKING:
+    from workflows.conversation import ConversationWorkflow
+
+
+class ToolRunner:
+    def __init__(self, conversation: ConversationWorkflow) -> None:
+        self._conv = conversation
+        self.used_ids: set[str] = set(conversation.start_input.used_tool_call_ids)
+        # Approved tools run one at a time, in the order their decisions arrive.
+        self._lock = asyncio.Lock()
+
+    @staticmethod
+    def schemas() -> list[dict[str, Any]]:
+        return [spec.openai_schema() for spec in TOOL_SPECS.values()]
+
+    def normalise_ids(self, reply: ChatMessage) -> ChatMessage:
+        """Make every tool call id unique in the conversation, so request ids never collide."""
+        calls_out = []
+        for call in reply.tool_calls:
+            base = call.id.strip() or "call"
+            unique, n = base, 1
+            while unique in self.used_ids:
+                n += 1
+                unique = f"{base}_{n}"
+            self.used_ids.add(unique)
+            calls_out.append(call.model_copy(update={"id": unique}))
+        return reply.model_copy(update={"tool_calls": calls_out})
+
+    async def run_all(self, turn_id: str, tool_calls: list[ToolCall]) -> None:
+        asked: list[tuple[ToolCall, ToolSpec, dict[str, Any]]] = []
+        for call in tool_calls:
+            try:
+                spec, arguments = validate_call(call.name, call.arguments)
+            except InvalidToolCall as err:
+                self._conv.record_tool_message(call, f"Error: {err}")
+                continue
+            verdict = evaluate(
+                self._conv.start_input.policy,
+                spec.name,
+                main_argument_text(spec, arguments),
+                always_allow=frozenset(self._conv.book.always_allow),
+                auto_approve=self._conv.auto_approve,
+            )
+            if verdict == "deny":
+                self._conv.record_tool_message(
+                    call, f"Not run: a deny rule of the policy forbids this {spec.name} call."
+                )
+            elif verdict == "allow":
+                await self._execute(turn_id, call, spec, arguments)
+            else:
+                asked.append((call, spec, arguments))
+        if asked:
+            await asyncio.gather(*(self._ask_then_run(turn_id, *item) for item in asked))
+
+    async def _ask_then_run(self, turn_id: str, call: ToolCall, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        conv, book, status = self._conv, self._conv.book, self._conv.status
+        timeout = conv.start_input.approval_timeout_seconds
+        now = workflow.now()
+        record = ApprovalRecord(
+            request_id=request_id_for(conv.conversation_id, call.id),
+            conversation_id=conv.conversation_id,
+            turn_id=turn_id,
+            tool_call_id=call.id,
+            tool_name=spec.name,
+            permission_type=spec.permission_type,
+            arguments=arguments,
+            created_at=now,
+            expires_at=now + timedelta(seconds=timeout),
+        )
+        if spec.name in book.always_allow:
+            # An always-allow given while an earlier sibling waited already covers this call.
+            await self._execute(turn_id, call, spec, arguments)
+            return
+        book.open(record)
+        events = [
+            status.event("permission.request", record.request_id, {"request_id": record.request_id}),
+            status.event("turn.awaiting_approval", record.request_id, {"pending": book.pending_count()}),
+        ]
+        await calls.project(
+            ApprovalRequestedProjection(
+                approval=record,
+                kv_snapshot=conv.kv,
+                conversation=status.snapshot("awaiting_approval", book.pending(), events),
+            )
+        )
+        try:
+            await workflow.wait_condition(
+                lambda: record.resolution is not None,
+                timeout=max(record.expires_at - workflow.now(), timedelta(milliseconds=1)),
+                timeout_summary=f"approval {record.request_id} expires",
+            )
+        except TimeoutError:
+            book.expire(record.request_id, workflow.now(), timeout)
+        pending = book.pending()
+        after: TurnStatus = "awaiting_approval" if pending else ("closed" if conv.closed else "running")
+        resolved_event = status.event(
+            "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
+        )
+        await calls.project(
+            ApprovalResolvedProjection(approval=record, conversation=status.snapshot(after, pending, [resolved_event]))
+        )
+        if record.resolution in ("allow", "always_allow"):
+            await self._execute(turn_id, call, spec, arguments)
+        else:
+            conv.record_tool_message(call, outcome_message(record))
+
+    async def _execute(self, turn_id: str, call: ToolCall, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        conv = self._conv
+        request = ToolRequest(
+            conversation_id=conv.conversation_id,
+            turn_id=turn_id,
+            tool_call_id=call.id,
+            request_id=request_id_for(conv.conversation_id, call.id),
+            tool_name=spec.name,
+            arguments=arguments,
+            kv=conv.kv,
+        )
+        summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
+        async with self._lock:
+            try:
+                result = await calls.execute_tool(request, summary)
+            except ActivityError as err:
+                cause = err.__cause__ or err
+                result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
+        if result.kv is not None:
+            conv.replace_kv(result.kv)
+        conv.record_tool_message(call, result.content)
