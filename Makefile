@@ -22,5 +22,12 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/pytest
 
+run: $(STAMP)
+	$(BIN)/python run_local.py
+
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m bench.run
+
 clean:
 	rm -rf $(VENV) build

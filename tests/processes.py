@@ -1,0 +1,153 @@
+"""Real processes for end-to-end and crash tests: a dev server on a database file, workers to kill.
+
+Each piece starts as `make run` starts it (same commands, same environment variables), on
+free ports, so tests can SIGKILL and restart any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from settings import Settings
+from tests.conftest import binary
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout}s")
+
+
+def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict[str, str]:
+    """The environment variables of CONTRACT.md, as a worker or CLI subprocess reads them."""
+    env = dict(os.environ)
+    env.update(
+        TEMPORAL_ADDRESS=temporal_address,
+        TASK_QUEUE=settings.task_queue,
+        APPROVALS_DB=str(settings.approvals_db),
+        WORKSPACE_DIR=str(settings.workspace_dir),
+        OPENAI_BASE_URL=settings.openai_base_url,
+        OPENAI_API_KEY=settings.openai_api_key,
+        LLM_MODEL=settings.llm_model,
+        APPROVAL_TIMEOUT=str(settings.approval_timeout),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+@dataclass
+class DevServer:
+    """`temporal server start-dev` on a SQLite file, so a kill and restart keeps the history."""
+
+    db_file: Path
+    log_file: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> DevServer:
+        command = [
+            binary("temporal"),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(self.db_file),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--headless",
+            "--log-level",
+            "error",
+            "--search-attribute",
+            "TurnStatus=Keyword",
+            "--search-attribute",
+            "PendingApprovals=Int",
+        ]
+        log = self.log_file.open("ab")
+        self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for_port(self.port)
+        return self
+
+    async def client(self) -> Client:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client = await Client.connect(self.address, data_converter=pydantic_data_converter)
+                await client.count_workflows()
+                return client
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
+    def kill(self) -> None:
+        _kill(self.proc, signal.SIGKILL)
+
+    def stop(self) -> None:
+        _kill(self.proc, signal.SIGTERM)
+
+
+@dataclass
+class WorkerProcess:
+    """`python worker.py` with the contract's environment variables."""
+
+    env: dict[str, str]
+    log_file: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        log = self.log_file.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "worker.py"],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def kill(self) -> None:
+        _kill(self.proc, signal.SIGKILL)
+
+    def stop(self) -> None:
+        _kill(self.proc, signal.SIGTERM)
+
+
+def _kill(proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, sig)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
