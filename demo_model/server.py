@@ -18,6 +18,14 @@ from typing import Any
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class ScriptedHttpError(Exception):
+    """Raised by a responder to answer with an OpenAI-style error status (401, 400, 429, 500...)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def text_reply(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
@@ -79,6 +87,8 @@ class ScriptedModelServer:
                     server.requests.append(body)
                 try:
                     message = server.responder(body)
+                except ScriptedHttpError as err:
+                    return self._send(err.status, {"error": {"message": str(err), "type": "scripted_error"}})
                 except Exception as err:  # a script bug must show as an HTTP error, not a hang
                     return self._send(500, {"error": {"message": str(err), "type": "script_error"}})
                 self._send(200, completion(message, str(body.get("model", "scripted"))))
