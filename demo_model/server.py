@@ -96,6 +96,9 @@ class ScriptedModelServer:
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     return self._send(200, {"object": "list", "data": [{"id": "scripted-demo", "object": "model"}]})
+                if self.path.rstrip("/").endswith("/stats"):
+                    # Lets a test in another process count the requests, e.g. after a worker restart.
+                    return self._send(200, {"requests": server.request_count()})
                 self._send(404, {"error": {"message": "not found"}})
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:

@@ -1,0 +1,102 @@
+"""The scripted demo model: plain keyword requests in, tool calls or a quoting answer out.
+
+Deterministic, so every path of the approval loop (allow, deny, always-allow, several calls in
+one message) can be shown and tested without an API key or the internet. Every answer says it
+comes from the scripted demo model, so nobody mistakes it for a real LLM.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from demo_model.server import text_reply, tool_reply
+
+LABEL = "(scripted demo model)"
+HELP = (
+    f"{LABEL} I only understand a few plain requests: 'list the files', 'read notes.txt', "
+    "'write hello to notes.txt', 'run echo hi', or several joined by 'and' or 'then', "
+    "e.g. 'write hi to a.txt and write bye to b.txt'."
+)
+
+# One pattern per tool; the first that matches the whole request wins.
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^(?:please\s+)?list\s+(?:the\s+|all\s+)?files?(?:\s+in\s+(?P<path>\S+))?$", re.I), "list_dir"),
+    (re.compile(r"^(?:please\s+)?ls(?:\s+(?P<path>\S+))?$", re.I), "list_dir"),
+    (re.compile(r"^(?:please\s+)?(?:read|cat|show)\s+(?:the\s+file\s+)?(?P<path>\S+)$", re.I), "read_file"),
+    (re.compile(r"^(?:please\s+)?write\s+(?P<content>.+?)\s+(?:to|into)\s+(?P<path>\S+)$", re.I | re.S), "write_file"),
+    (re.compile(r"^(?:please\s+)?(?:run|execute)\s+(?P<command>.+)$", re.I | re.S), "run_shell"),
+]
+_SEPARATORS = re.compile(r"\s*(?:;|,?\s+and\s+then\s+|,?\s+then\s+|,?\s+and\s+)\s*", re.I)
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
+        return text[1:-1]
+    return text
+
+
+def parse_request(text: str) -> tuple[str, dict[str, Any]] | None:
+    """One plain request to one tool call, or None when no pattern matches."""
+    text = text.strip().rstrip(".!").strip()
+    for pattern, tool in _PATTERNS:
+        match = pattern.match(text)
+        if match is None:
+            continue
+        if tool == "list_dir":
+            return tool, {"path": match["path"] or "."}
+        if tool == "read_file":
+            return tool, {"path": _unquote(match["path"])}
+        if tool == "write_file":
+            return tool, {"path": _unquote(match["path"]), "content": _unquote(match["content"])}
+        return tool, {"command": _unquote(match["command"])}
+    return None
+
+
+def plan_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The whole text as one request first; else every part joined by 'and'/'then'/';' must parse."""
+    whole = parse_request(text)
+    if whole is not None and not _SEPARATORS.search(text.strip()):
+        return [whole]
+    parts = [part for part in _SEPARATORS.split(text.strip()) if part]
+    planned = [parse_request(part) for part in parts]
+    if len(parts) > 1 and all(call is not None for call in planned):
+        return [call for call in planned if call is not None]
+    return [whole] if whole is not None else []
+
+
+def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(tool name, result) for the tool messages after the last assistant message."""
+    results: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.append(message)
+    results.reverse()
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call["id"]] = call["function"]["name"]
+    return [(names.get(str(m.get("tool_call_id")), "tool"), str(m.get("content") or "")) for m in results]
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+def respond(body: dict[str, Any]) -> dict[str, Any]:
+    """The Responder for ScriptedModelServer: a function of the transcript only."""
+    messages: list[dict[str, Any]] = body.get("messages") or []
+    if messages and messages[-1].get("role") == "tool":
+        quoted = "\n".join(f"- {name}: {content!r}" for name, content in _tool_results(messages))
+        return text_reply(f"{LABEL} Here is what the tools returned:\n{quoted}")
+    calls = plan_calls(_last_user_text(messages))
+    if not calls:
+        return text_reply(HELP)
+    numbered = [(f"call_{n}", name, args) for n, (name, args) in enumerate(calls, start=1)]
+    summary = ", ".join(name for name, _ in calls)
+    return tool_reply(*numbered, text=f"{LABEL} I will use: {summary}.")
