@@ -45,6 +45,8 @@ async def call_llm(request: LlmRequest) -> ChatMessage:
         request,
         result_type=ChatMessage,
         start_to_close_timeout=timedelta(minutes=3),
+        # The activity heartbeats while it waits for the model: a dead worker is noticed in seconds.
+        heartbeat_timeout=timedelta(seconds=10),
         retry_policy=LLM_RETRY,
         summary=f"{request.turn_id}: ask the model ({len(request.messages)} messages)",
     )
