@@ -52,7 +52,7 @@ async def test_three_calls_one_allowed_by_rule_two_asked(
         state = await wait_status(client, cid, "idle")
         executed = await executed_tools(client, cid)
 
-    results = {m.tool_call_id: m.content for m in state.messages if m.role == "tool"}
+    results = {str(m.tool_call_id): m.content for m in state.messages if m.role == "tool"}
     assert sorted(results) == ["call_read", "call_shell", "call_write"], "each call has exactly one result"
     assert results["call_read"] == "original notes"
     assert results["call_write"] == "Wrote 7 bytes to out.txt"

@@ -1,0 +1,78 @@
+"""Expiry on the time-skipping test server: a request nobody answers resolves as a denial."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from control import start_conversation
+from settings import Settings
+from tests.conftest import binary
+from tests.helpers import approval_row, eventually, tool_messages, wait_pending
+from tests.scripts import ScriptedModel, calls_then_summary
+from worker import build_worker
+from workflows.conversation import ConversationWorkflow
+from workflows.models import QUERY_GET_STATE, ConversationState
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+
+
+@pytest_asyncio.fixture
+async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    async with await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=binary("temporal-test-server"), data_converter=pydantic_data_converter
+    ) as environment:
+        await environment.client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=environment.client.namespace,
+                search_attributes={
+                    TURN_STATUS_KEY.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+                    PENDING_APPROVALS_KEY.name: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+                },
+            )
+        )
+        yield environment
+
+
+async def test_unanswered_request_expires_as_denial_and_the_model_is_told(
+    skipping_env: WorkflowEnvironment, tmp_path: Path, model: ScriptedModel
+) -> None:
+    assert model.server is not None
+    settings = Settings(
+        task_queue=f"tq-{uuid.uuid4().hex[:8]}",
+        approvals_db=tmp_path / "approvals.db",
+        workspace_dir=tmp_path / "workspace",
+        openai_base_url=model.server.base_url,
+        llm_model="scripted-test",
+        approval_timeout=3600.0,
+    )
+    model.behaviour = calls_then_summary(("call_1", "run_shell", {"command": "echo ran > ran.txt"}))
+    client = skipping_env.client
+    async with build_worker(client, settings):
+        cid = await start_conversation(client, settings, "run it")
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        handle: WorkflowHandle = client.get_workflow_handle(cid)
+        await skipping_env.sleep(3601)
+
+        async def idle() -> ConversationState | None:
+            state = await handle.query(QUERY_GET_STATE, result_type=ConversationState)
+            return state if state.turn_status == "idle" else None
+
+        state = await eventually(idle)
+        history = await handle.fetch_history()
+
+    expired = approval_row(settings.approvals_db, row["request_id"])
+    assert (expired["decision"], expired["decided_by"]) == ("expired", "timeout")
+    assert not (settings.workspace_dir / "ran.txt").exists()
+    [result] = tool_messages(state)
+    assert "expired" in result and "counts as a denial" in result
+    assert "expired" in str(model.requests[-1]["messages"][-1]["content"])
+    await Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
