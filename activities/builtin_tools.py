@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from activities.heartbeat import heartbeating
 from workflows.tool_specs import InvalidToolCall
 
 MAX_RESULT_CHARS = 16_000
@@ -85,17 +89,16 @@ async def run_shell(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Hear
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
-    communicate = asyncio.ensure_future(proc.communicate())
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + SHELL_TIMEOUT_SECONDS
-    while not communicate.done():
-        beat()
-        if loop.time() > deadline:
-            proc.kill()
-            await communicate
-            return f"Error: the command ran longer than {SHELL_TIMEOUT_SECONDS:g} seconds and was killed"
-        await asyncio.wait({communicate}, timeout=1.0)
-    output, _ = communicate.result()
+    try:
+        output, _ = await heartbeating(asyncio.wait_for(proc.communicate(), SHELL_TIMEOUT_SECONDS), beat)
+    except TimeoutError:
+        return f"Error: the command ran longer than {SHELL_TIMEOUT_SECONDS:g} seconds and was killed"
+    finally:
+        # Timed out or canceled: end the command's whole process group, not just its shell.
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
     text = output.decode(errors="replace")
     return truncate(f"exit code {proc.returncode}\n{text}")
 

@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from workflows.activity_calls import CALL_LLM
 from workflows.models import ChatMessage, LlmRequest, ToolCall
-
-T = TypeVar("T")
-HEARTBEAT_EVERY_SECONDS = 2.0
-
-
-async def _heartbeating(call: Awaitable[T]) -> T:
-    """Heartbeat while the model thinks, so a worker killed mid-call is retried within the
-    heartbeat timeout rather than when start_to_close runs out minutes later."""
-    task = asyncio.ensure_future(call)
-    try:
-        while not task.done():
-            activity.heartbeat()
-            await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_SECONDS)
-        return task.result()
-    finally:
-        task.cancel()
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
@@ -51,12 +34,13 @@ class LlmActivities:
     @activity.defn(name=CALL_LLM)
     async def call_llm(self, request: LlmRequest) -> ChatMessage:
         try:
-            completion = await _heartbeating(
+            completion = await heartbeating(
                 self._client.chat.completions.create(
                     model=self._model,
                     messages=[_wire_message(m) for m in request.messages],  # type: ignore[misc]
                     tools=request.tools,  # type: ignore[arg-type]
-                )
+                ),
+                activity.heartbeat,
             )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise ApplicationError(

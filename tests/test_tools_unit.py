@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,11 @@ def test_kv_accepts_json_and_refuses_the_rest() -> None:
     with pytest.raises(ValueError, match="not JSON"):
         kv.set("d", float("nan"))
     assert "c" not in kv.values and "d" not in kv.values
+
+
+def test_shell_timeout_kills_the_whole_process_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("activities.builtin_tools.SHELL_TIMEOUT_SECONDS", 0.5)
+    result = run("run_shell", Workspace(tmp_path), {"command": "(sleep 2; echo late > late.txt) & wait"})
+    assert "ran longer than 0.5 seconds" in result
+    time.sleep(2.5)  # past the moment the child would have written
+    assert not (tmp_path / "late.txt").exists(), "the background child was killed with its shell"
