@@ -1,0 +1,145 @@
+"""The HTTP API of CONTRACT.md: listings from the projection, actions through Temporal."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+import control
+from projection.claims import DecisionRefused
+from settings import Settings
+from ui import queries
+from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
+from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.security import require_same_origin, require_token
+from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http
+from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
+
+router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+async def _client(request: Request) -> Client:
+    return await request.app.state.client_provider()  # type: ignore[no-any-return]
+
+
+@router.get("/conversations")
+def list_conversations(request: Request) -> list[dict[str, Any]]:
+    return queries.conversations(_settings(request))
+
+
+@router.post("/conversations", status_code=201)
+async def start_conversation(request: Request) -> dict[str, Any]:
+    body = await read_json_body(request, StartBody)
+    settings = _settings(request)
+    client = await _client(request)
+    try:
+        conversation_id = await control.start_conversation(client, settings, body.message)
+    except RPCError as err:
+        raise ServiceUnavailable(f"Temporal refused to start the conversation: {err.message}") from None
+    return {"conversation_id": conversation_id, "temporal_url": queries.temporal_url(settings, conversation_id)}
+
+
+@router.get("/conversations/{conversation_id}")
+async def get_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
+    """The workflow's own state when a worker answers; otherwise what the projection knows, and why."""
+    settings = _settings(request)
+    row, approvals = await asyncio.to_thread(queries.conversation_view, settings, conversation_id)
+    view: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "approvals": approvals,
+        "temporal_url": queries.temporal_url(settings, conversation_id),
+        "updated_at": row["updated_at"] if row else None,
+    }
+    try:
+        state = await query_state(await _client(request), conversation_id)
+    except (WorkerUnavailable, ServiceUnavailable, NotFound) as err:
+        if row is None:
+            raise NotFound(f"no conversation {conversation_id}") from None
+        notice = (
+            "No worker answered, so the transcript is not available; this is what the approvals projection knows."
+            if isinstance(err, WorkerUnavailable)
+            else f"Temporal could not answer ({err}); this is what the approvals projection knows."
+        )
+        pending = [a for a in approvals if a["status"] != "resolved"]
+        return {
+            **view,
+            "worker_online": False,
+            "notice": notice,
+            "turn_status": row["turn_status"],
+            "turn_id": None,
+            "messages": [],
+            "pending_approvals": pending,
+            "always_allow": [],
+            "auto_approve": False,
+            "last_error": None,
+        }
+    dumped = state.model_dump(mode="json")
+    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system"]
+    return {**view, **dumped, "worker_online": True, "notice": None}
+
+
+@router.post("/conversations/{conversation_id}/messages", status_code=202)
+async def send_message(request: Request, conversation_id: str) -> dict[str, Any]:
+    body = await read_json_body(request, MessageBody)
+    try:
+        await control.send_message(await _client(request), conversation_id, body.text)
+    except RPCError as err:
+        raise rpc_error_to_http(err, conversation_id) from None
+    return {"conversation_id": conversation_id, "status": "sent"}
+
+
+@router.get("/approvals")
+def list_approvals(request: Request, status: str = "pending", conversation_id: str | None = None) -> list[dict]:
+    if status not in queries.APPROVAL_STATUSES:
+        raise Unprocessable(f"status must be one of {', '.join(queries.APPROVAL_STATUSES)}")
+    return queries.approvals(_settings(request), status, conversation_id)
+
+
+@router.get("/approvals/{request_id}")
+def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+    found = queries.approval(_settings(request), request_id)
+    if found is None:
+        raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
+    return found
+
+
+@router.post("/approvals/{request_id}/decision")
+async def decide(request: Request, request_id: str) -> JSONResponse:
+    """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
+    body = await read_json_body(request, DecisionBody)
+    settings = _settings(request)
+    if await asyncio.to_thread(queries.approval, settings, request_id) is None:
+        raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
+    decision = DecisionInput(
+        request_id=request_id, decision=body.decision, reason=body.reason or None, decided_by=body.name or "web"
+    )
+    client = await _client(request)
+    try:
+        await control.send_decision(client, settings, decision)
+    except DecisionRefused as err:
+        raise _refusal(err, settings, request_id) from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise Conflict(
+                "the conversation is no longer running, so nothing can be decided", error_type="ConversationClosed"
+            ) from None
+        raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
+    approval = await asyncio.to_thread(queries.approval, settings, request_id)
+    return JSONResponse(
+        {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
+    )
+
+
+def _refusal(err: DecisionRefused, settings: Settings, request_id: str) -> HttpError:
+    if err.error_type == ERROR_UNKNOWN_APPROVAL:
+        return NotFound(str(err), error_type=err.error_type)
+    return Conflict(str(err), error_type=err.error_type, extra={"approval": queries.approval(settings, request_id)})

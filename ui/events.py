@@ -1,0 +1,78 @@
+"""GET /api/events: the projection's event log as Server-Sent Events.
+
+The stream polls ui_events (a read-only query, cheap) every POLL_INTERVAL and sends each new row
+with its event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
+exactly where it stopped. A fresh stream starts after the newest event: the page loads the current
+state itself, then follows changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+
+from ui import queries
+from ui.security import require_token
+
+POLL_INTERVAL = 0.25
+KEEPALIVE_INTERVAL = 15.0
+RECONNECT_MS = 1500
+
+router = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
+
+
+def resume_position(request: Request) -> int | None:
+    """Last-Event-ID (sent by the browser on reconnect) or ?last_event_id=, when it is a valid position."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    if raw is None or not raw.strip().isdigit():
+        return None
+    return int(raw.strip())
+
+
+def format_event(event: dict) -> str:
+    data = json.dumps(
+        {
+            "event_id": event["event_id"],
+            "event_type": event["event_type"],
+            "conversation_id": event["conversation_id"],
+            "payload": event["payload"],
+            "created_at": event["created_at"],
+        }
+    )
+    return f"id: {event['event_id']}\ndata: {data}\n\n"
+
+
+async def stream_events(request: Request, db_path: Path, after: int) -> AsyncIterator[str]:
+    yield f"retry: {RECONNECT_MS}\nevent: ready\ndata: {json.dumps({'after': after})}\n\n"
+    last_sent = time.monotonic()
+    while not await request.is_disconnected():
+        events = await asyncio.to_thread(queries.events, db_path, after)
+        for event in events:
+            after = event["event_id"]
+            yield format_event(event)
+        if events:
+            last_sent = time.monotonic()
+        elif time.monotonic() - last_sent > KEEPALIVE_INTERVAL:
+            last_sent = time.monotonic()
+            yield ": keepalive\n\n"
+        if len(events) < 200:  # a full batch means more are waiting: read again at once
+            await asyncio.sleep(POLL_INTERVAL)
+
+
+@router.get("/events")
+async def events(request: Request) -> StreamingResponse:
+    db_path: Path = request.app.state.settings.approvals_db
+    after = resume_position(request)
+    if after is None:
+        after = await asyncio.to_thread(queries.latest_event_id, db_path)
+    return StreamingResponse(
+        stream_events(request, db_path, after),
+        media_type="text/event-stream",
+        headers={"X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,112 @@
+"""The page itself, and the login form that turns UI_TOKEN into an HttpOnly cookie."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+
+from ui.errors import BadRequest
+from ui.security import (
+    SESSION_COOKIE,
+    SESSION_MAX_AGE,
+    is_authenticated,
+    require_same_origin,
+    session_value,
+    token_matches,
+)
+
+STATIC_DIR = Path(__file__).parent / "static"
+router = APIRouter()
+
+
+@router.get("/", response_model=None)
+def inbox(request: Request) -> Response:
+    if not is_authenticated(request):
+        return RedirectResponse("/login", status_code=303)
+    return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-store"})
+
+
+def login_page(error: str | None = None, status_code: int = 200) -> HTMLResponse:
+    message = f'<p class="login-error" role="alert">{html.escape(error)}</p>' if error else ""
+    body = f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Approvals inbox: log in</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/static/style.css">
+</head>
+<body class="login">
+<form class="login-form" method="post" action="/login">
+<h1>Approvals inbox</h1>
+<p>This inbox is protected by a token (UI_TOKEN).</p>
+{message}
+<label for="token">Token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<button type="submit" class="primary">Log in</button>
+</form>
+</body>
+</html>
+"""
+    return HTMLResponse(body, status_code=status_code, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/login", response_model=None)
+def login_form(request: Request) -> Response:
+    if request.app.state.settings.ui_token is None:
+        return RedirectResponse("/", status_code=303)
+    return login_page()
+
+
+@router.post("/login", dependencies=[Depends(require_same_origin)], response_model=None)
+async def login(request: Request) -> Response:
+    token: str | None = request.app.state.settings.ui_token
+    if token is None:
+        return RedirectResponse("/", status_code=303)
+    raw = await request.body()
+    try:
+        fields = parse_qs(raw.decode(), max_num_fields=5)
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest("send the login form as application/x-www-form-urlencoded") from None
+    given = (fields.get("token") or [""])[0]
+    if not token_matches(given, token):
+        return login_page("That token is not right.", status_code=401)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        session_value(token),
+        max_age=SESSION_MAX_AGE,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+@router.post("/logout", dependencies=[Depends(require_same_origin)], response_model=None)
+def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+# The login page needs its look before anyone has logged in; the script waits for the token.
+PUBLIC_ASSETS = {"style.css", "favicon.svg"}
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+
+
+@router.get("/static/{name}", response_model=None)
+def asset(request: Request, name: str) -> Response:
+    path = STATIC_DIR / name
+    media_type = ASSET_TYPES.get(path.suffix)
+    if media_type is None or "/" in name or not path.is_file():
+        return Response("not found", status_code=404, media_type="text/plain")
+    if name not in PUBLIC_ASSETS and not is_authenticated(request):
+        return Response("log in first", status_code=401, media_type="text/plain")
+    return FileResponse(path, media_type=media_type, headers={"Cache-Control": "no-cache"})

@@ -1,0 +1,60 @@
+"""Reads the UI needs beyond projection/reader.py; read-only connections, like the reader's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from projection import reader
+from settings import Settings
+
+APPROVAL_STATUSES = ("pending", "sent", "resolved", "all")
+# "sent" rows are unresolved rows with a claimed decision: the reader's "pending" filter, narrowed here.
+READER_FILTERS: dict[str, reader.ApprovalFilter] = {
+    "pending": "pending",
+    "sent": "pending",
+    "resolved": "resolved",
+    "all": "all",
+}
+
+
+def latest_event_id(db_path: Path) -> int:
+    """Where a fresh event stream starts: after everything already written."""
+    with reader.reading(db_path) as conn:
+        row = conn.execute("SELECT COALESCE(MAX(event_id), 0) FROM ui_events").fetchone()
+        return int(row[0])
+
+
+def temporal_url(settings: Settings, conversation_id: str) -> str:
+    base = settings.temporal_ui_url.rstrip("/")
+    return f"{base}/namespaces/{quote(settings.namespace, safe='')}/workflows/{quote(conversation_id, safe='')}"
+
+
+def conversations(settings: Settings) -> list[dict[str, Any]]:
+    with reader.reading(settings.approvals_db) as conn:
+        rows = reader.list_conversations(conn)
+    return [{**row, "temporal_url": temporal_url(settings, row["conversation_id"])} for row in rows]
+
+
+def approvals(settings: Settings, status: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    """status: pending (not yet recorded by the workflow, including "sent"), sent, resolved or all."""
+    with reader.reading(settings.approvals_db) as conn:
+        rows = reader.list_approvals(conn, READER_FILTERS[status], conversation_id)
+    return [row for row in rows if row["status"] == "sent"] if status == "sent" else rows
+
+
+def approval(settings: Settings, request_id: str) -> dict[str, Any] | None:
+    with reader.reading(settings.approvals_db) as conn:
+        return reader.get_approval(conn, request_id)
+
+
+def conversation_view(settings: Settings, conversation_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The projection's row for one conversation and all its approvals, oldest first."""
+    with reader.reading(settings.approvals_db) as conn:
+        return reader.get_conversation(conn, conversation_id), reader.list_approvals(conn, "all", conversation_id)
+
+
+def events(db_path: Path, after_event_id: int) -> list[dict[str, Any]]:
+    with reader.reading(db_path) as conn:
+        return reader.events_after(conn, after_event_id, limit=200)

@@ -1,0 +1,112 @@
+"""Who may use the UI and how the browser is told to treat it.
+
+- A token (UI_TOKEN), when set, guards every page and API call: `Authorization: Bearer` for
+  scripts, or an HttpOnly SameSite=Strict cookie set by the login form for browsers. The cookie
+  holds an HMAC of the token, never the token itself.
+- Requests that change state must come from this origin (Origin and Sec-Fetch-Site), so another
+  site cannot make a logged-in browser approve a tool.
+- Every response carries a Content-Security-Policy without inline script: text the model wrote
+  can never become code, even if a bug rendered it as HTML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from urllib.parse import urlsplit
+
+from fastapi import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ui.errors import Forbidden, Unauthorized
+
+SESSION_COOKIE = "approvals_ui_session"
+SESSION_MAX_AGE = 14 * 24 * 3600
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+def allowed_hosts(bind_host: str) -> list[str]:
+    """Bound to loopback, answer only loopback Host headers: a DNS-rebinding page cannot read the API."""
+    return list(LOOPBACK_HOSTS) if bind_host in LOOPBACK_HOSTS else ["*"]
+
+
+class SecurityHeaders:
+    """Pure ASGI, so streamed responses (Server-Sent Events) pass through untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        is_api = str(scope.get("path", "")).startswith("/api/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"cache-control" or not is_api]
+                headers.extend(SECURITY_HEADERS)
+                if is_api:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def session_value(token: str) -> str:
+    return hmac.new(token.encode(), b"approvals-ui-session", hashlib.sha256).hexdigest()
+
+
+def token_matches(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def is_authenticated(request: Request) -> bool:
+    token: str | None = request.app.state.settings.ui_token
+    if token is None:
+        return True
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token_matches(credentials.strip(), token):
+        return True
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    return hmac.compare_digest(cookie.encode(), session_value(token).encode())
+
+
+def require_token(request: Request) -> None:
+    """A dependency of every API route."""
+    if not is_authenticated(request):
+        raise Unauthorized("this UI needs its token: log in at /login or send Authorization: Bearer")
+
+
+def require_same_origin(request: Request) -> None:
+    """A dependency of every state-changing route: refuse requests another site's page could send."""
+    if request.method in SAFE_METHODS:
+        return
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        raise Forbidden(f"cross-site request refused (Sec-Fetch-Site: {fetch_site})", error_type="CrossSiteRequest")
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host", ""):
+        raise Forbidden("cross-origin request refused (Origin does not match Host)", error_type="CrossSiteRequest")

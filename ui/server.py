@@ -1,0 +1,48 @@
+"""The approvals UI: a FastAPI app over the projection and Temporal, and the way to serve it."""
+
+from __future__ import annotations
+
+import logging
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from settings import Settings
+from ui import api, events, pages
+from ui.errors import HttpError, render_http_error
+from ui.security import SecurityHeaders, allowed_hosts
+from ui.temporal import ClientProvider, LazyClient
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings, client_provider: ClientProvider | None = None) -> FastAPI:
+    """client_provider returns the Temporal client to use; tests pass their own, serve() connects lazily."""
+    app = FastAPI(title="Approvals inbox", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings = settings
+    app.state.client_provider = client_provider or LazyClient(settings)
+    app.add_exception_handler(HttpError, render_http_error)
+    app.include_router(api.router)
+    app.include_router(events.router)
+    app.include_router(pages.router)
+    # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
+    app.add_middleware(SecurityHeaders)
+    return app
+
+
+def uvicorn_config(settings: Settings, app: FastAPI | None = None, **options: object) -> uvicorn.Config:
+    """Open event streams would hold shutdown forever; give them a short grace instead."""
+    options.setdefault("timeout_graceful_shutdown", 2)
+    options.setdefault("log_level", "info")
+    return uvicorn.Config(app or create_app(settings), host=settings.ui_host, port=settings.ui_port, **options)  # type: ignore[arg-type]
+
+
+def serve(settings: Settings) -> None:
+    """Serve the UI on settings.ui_host:ui_port (127.0.0.1:8000 unless UI_HOST / UI_PORT say otherwise)."""
+    if settings.ui_token is None and settings.ui_host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(
+            "the approvals UI listens on %s without UI_TOKEN: anyone who reaches it can approve tools", settings.ui_host
+        )
+    uvicorn.Server(uvicorn_config(settings)).run()

@@ -1,0 +1,218 @@
+// The inbox: loads state from the API, follows /api/events, and sends decisions and messages.
+import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
+
+const $ = (id) => document.getElementById(id);
+const view = { selectedId: null, detailSignature: "", refreshTimer: null, detailLoading: false, detailAgain: false };
+
+async function api(path, options = {}) {
+  const init = { credentials: "same-origin", headers: {}, ...options };
+  if (options.json !== undefined) {
+    init.method = init.method || "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(options.json);
+  }
+  const response = await fetch(path, init);
+  if (response.status === 401) {
+    window.location.assign("/login");
+    throw new Error("log in first");
+  }
+  const body = await response.json().catch(() => null);
+  return { ok: response.ok, status: response.status, body };
+}
+
+function errorMessage(result) {
+  return (result.body && result.body.error && result.body.error.message) || `request failed (${result.status})`;
+}
+
+let toastTimer = null;
+function toast(text, isError = false) {
+  const node = $("toast");
+  node.textContent = text;
+  node.classList.toggle("toast-error", isError);
+  node.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => (node.hidden = true), 6000);
+}
+
+// Replace a container's cards only when the set of cards changed, so a reason being typed survives.
+function syncCards(container, approvals, options) {
+  const key = approvals.map((a) => `${a.request_id}:${a.status}`).join("|");
+  if (container.dataset.key === key) return;
+  container.dataset.key = key;
+  container.replaceChildren(...approvals.map((a) => approvalCard(a, { ...options, onDecide: decide })));
+}
+
+function deciderName() {
+  const name = $("decider-name").value.trim();
+  return name || null;
+}
+
+async function decide(approval, decision, reason, buttons) {
+  buttons.forEach((b) => (b.disabled = true));
+  const body = { decision };
+  if (reason && reason.trim()) body.reason = reason.trim();
+  const name = deciderName();
+  if (name) body.name = name;
+  const result = await api(`/api/approvals/${encodeURIComponent(approval.request_id)}/decision`, { json: body });
+  if (result.ok) {
+    toast(`${decision.replace("_", " ")}: sent for ${approval.tool_name}`);
+  } else {
+    toast(errorMessage(result), true);
+    buttons.forEach((b) => (b.disabled = false));
+  }
+  refreshSoon(approval.conversation_id);
+}
+
+function renderConversations(conversations) {
+  const list = $("conversation-list");
+  list.replaceChildren(...conversations.map((c) => conversationItem(c, view.selectedId)));
+  $("conversation-empty").hidden = conversations.length > 0;
+}
+
+function renderInbox(pending) {
+  syncCards($("inbox-cards"), pending, { showConversation: true });
+  $("inbox-empty").hidden = pending.length > 0;
+  const total = $("pending-total");
+  total.hidden = pending.length === 0;
+  total.textContent = String(pending.length);
+  document.title = pending.length ? `(${pending.length}) Approvals inbox` : "Approvals inbox";
+}
+
+function renderDetail(detail) {
+  $("conversation-title").textContent = detail.conversation_id;
+  const pill = $("conversation-status");
+  pill.textContent = STATUS_LABELS[detail.turn_status] || String(detail.turn_status);
+  pill.className = "status-pill status-" + detail.turn_status;
+  $("conversation-temporal").href = detail.temporal_url;
+  const notice = $("conversation-notice");
+  notice.hidden = !detail.notice;
+  notice.textContent = detail.notice || "";
+  const error = $("conversation-error");
+  error.hidden = !detail.last_error;
+  error.textContent = detail.last_error ? `The last turn failed: ${detail.last_error}` : "";
+  const open = detail.approvals.filter((a) => a.status !== "resolved");
+  const decided = detail.approvals.filter((a) => a.status === "resolved");
+  syncCards($("conversation-approvals"), open, { showConversation: false });
+  syncCards($("decided-cards"), decided, { showConversation: false });
+  $("decided-approvals").hidden = decided.length === 0;
+  const signature = JSON.stringify(detail.messages) + String(detail.worker_online);
+  if (signature !== view.detailSignature) {
+    view.detailSignature = signature;
+    const items = transcriptItems(detail.messages);
+    if (!detail.worker_online) items.push(el("li", "message message-offline", "The transcript needs a running worker."));
+    $("transcript").replaceChildren(...items);
+  }
+}
+
+async function loadDetail() {
+  if (view.detailLoading) {
+    view.detailAgain = true;
+    return;
+  }
+  const id = view.selectedId;
+  if (!id) return;
+  view.detailLoading = true;
+  try {
+    const result = await api(`/api/conversations/${encodeURIComponent(id)}`);
+    if (id !== view.selectedId) return;
+    if (result.ok) renderDetail(result.body);
+    else toast(errorMessage(result), true);
+  } finally {
+    view.detailLoading = false;
+    if (view.detailAgain) {
+      view.detailAgain = false;
+      loadDetail();
+    }
+  }
+}
+
+async function refreshLists() {
+  const [conversations, pending] = await Promise.all([api("/api/conversations"), api("/api/approvals?status=pending")]);
+  if (conversations.ok) renderConversations(conversations.body);
+  if (pending.ok) renderInbox(pending.body);
+}
+
+function refreshSoon(conversationId) {
+  if (conversationId && conversationId === view.selectedId) view.detailDirty = true;
+  clearTimeout(view.refreshTimer);
+  view.refreshTimer = setTimeout(() => {
+    refreshLists();
+    if (view.detailDirty) {
+      view.detailDirty = false;
+      loadDetail();
+    }
+  }, 100);
+}
+
+function route() {
+  const match = window.location.hash.match(/^#\/conversations\/(.+)$/);
+  view.selectedId = match ? decodeURIComponent(match[1]) : null;
+  view.detailSignature = "";
+  $("inbox-view").hidden = Boolean(view.selectedId);
+  $("conversation-view").hidden = !view.selectedId;
+  for (const id of ["conversation-approvals", "decided-cards"]) delete $(id).dataset.key;
+  if (view.selectedId) {
+    $("transcript").replaceChildren();
+    loadDetail();
+  }
+  refreshLists();
+}
+
+function follow() {
+  const live = $("live-status");
+  const source = new EventSource("/api/events");
+  source.addEventListener("ready", () => {
+    live.textContent = "live";
+    live.className = "live live-on";
+    view.detailDirty = Boolean(view.selectedId);
+    refreshSoon();
+  });
+  source.addEventListener("message", (message) => {
+    const event = JSON.parse(message.data);
+    refreshSoon(event.conversation_id);
+  });
+  source.addEventListener("error", () => {
+    live.textContent = "reconnecting…";
+    live.className = "live live-off";
+  });
+}
+
+async function startConversation(submit) {
+  submit.preventDefault();
+  const text = $("start-message").value.trim();
+  if (!text) return;
+  $("start-button").disabled = true;
+  try {
+    const result = await api("/api/conversations", { json: { message: text } });
+    if (!result.ok) return toast(errorMessage(result), true);
+    $("start-message").value = "";
+    window.location.hash = "#/conversations/" + encodeURIComponent(result.body.conversation_id);
+  } finally {
+    $("start-button").disabled = false;
+  }
+}
+
+async function sendMessage(submit) {
+  submit.preventDefault();
+  const text = $("message-text").value.trim();
+  if (!text || !view.selectedId) return;
+  const path = `/api/conversations/${encodeURIComponent(view.selectedId)}/messages`;
+  const result = await api(path, { json: { text } });
+  if (!result.ok) return toast(errorMessage(result), true);
+  $("message-text").value = "";
+  toast("message sent");
+  refreshSoon(view.selectedId);
+}
+
+function main() {
+  const name = $("decider-name");
+  name.value = localStorage.getItem("decider-name") || "";
+  name.addEventListener("change", () => localStorage.setItem("decider-name", name.value.trim()));
+  $("start-form").addEventListener("submit", startConversation);
+  $("message-form").addEventListener("submit", sendMessage);
+  window.addEventListener("hashchange", route);
+  route();
+  follow();
+}
+
+main();

@@ -1,0 +1,184 @@
+// DOM builders. Everything the model or a person wrote goes in through textContent, never as HTML.
+
+export const STATUS_LABELS = {
+  awaiting_approval: "awaiting approval",
+  running: "running",
+  idle: "idle",
+  failed: "failed",
+  closed: "closed",
+};
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+export function conversationHref(id) {
+  return "#/conversations/" + encodeURIComponent(id);
+}
+
+function statusLabel(status) {
+  return STATUS_LABELS[status] || String(status);
+}
+
+export function dot(status, count) {
+  const node = el("span", "dot dot-" + (STATUS_LABELS[status] ? status : "unknown"));
+  const label = status === "awaiting_approval" ? `${statusLabel(status)} (${count})` : statusLabel(status);
+  node.title = label;
+  node.setAttribute("aria-label", label);
+  node.setAttribute("role", "img");
+  return node;
+}
+
+export function when(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return String(iso);
+  const seconds = Math.round((date.getTime() - Date.now()) / 1000);
+  const units = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
+  const [unit, size] = units.find(([, s]) => Math.abs(seconds) >= s) || ["second", 1];
+  const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" }).format(Math.round(seconds / size), unit);
+  return `${relative} (${date.toLocaleString()})`;
+}
+
+function timeNode(iso) {
+  const node = el("time", null, when(iso));
+  if (iso) node.dateTime = iso;
+  return node;
+}
+
+export function conversationItem(conv, selectedId) {
+  const item = el("li", "conversation");
+  item.dataset.conversationId = conv.conversation_id;
+  item.dataset.status = conv.turn_status;
+  if (conv.conversation_id === selectedId) item.classList.add("selected");
+  const link = el("a", "conversation-link");
+  link.href = conversationHref(conv.conversation_id);
+  link.append(dot(conv.turn_status, conv.pending_count));
+  link.append(el("span", "conversation-id", conv.conversation_id));
+  if (conv.turn_status === "awaiting_approval") link.append(el("span", "count-badge", conv.pending_count));
+  const meta = el("span", "conversation-meta", `${statusLabel(conv.turn_status)} · ${when(conv.updated_at)}`);
+  link.append(meta);
+  item.append(link);
+  return item;
+}
+
+export function prettyArguments(value) {
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(value, null, 2);
+}
+
+const DECISION_WORDS = {
+  allow: "Allowed",
+  always_allow: "Always allowed",
+  deny: "Denied",
+  expired: "Expired",
+  canceled: "Canceled",
+};
+
+function outcomeText(approval) {
+  if (approval.status === "resolved") {
+    const word = DECISION_WORDS[approval.decision] || String(approval.decision);
+    const reason = approval.reason ? ` Reason: ${approval.reason}` : "";
+    return `${word} by ${approval.decided_by || "unknown"}, ${when(approval.resolved_at)}.${reason}`;
+  }
+  const word = DECISION_WORDS[approval.claimed_decision] || String(approval.claimed_decision);
+  return `${word} by ${approval.claimed_by || "unknown"}, ${when(approval.claimed_at)}: sent, waiting for the workflow to record it.`;
+}
+
+// onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
+export function approvalCard(approval, { showConversation, onDecide }) {
+  const card = el("article", "card approval approval-" + approval.status);
+  card.dataset.requestId = approval.request_id;
+  card.dataset.status = approval.status;
+  const head = el("header", "card-head");
+  head.append(el("span", "tool-name", approval.tool_name));
+  head.append(el("span", "permission permission-" + approval.permission_type, approval.permission_type));
+  head.append(el("span", "card-status", approval.status === "pending" ? "waiting" : approval.status));
+  card.append(head);
+  if (showConversation) {
+    const where = el("p", "card-conversation", "Conversation ");
+    const link = el("a", null, approval.conversation_id);
+    link.href = conversationHref(approval.conversation_id);
+    where.append(link);
+    card.append(where);
+  }
+  card.append(el("p", "card-label", "Will run with these arguments:"));
+  card.append(el("pre", "arguments", prettyArguments(approval.arguments)));
+  const times = el("p", "card-times");
+  times.append("Asked ", timeNode(approval.created_at));
+  if (approval.expires_at) times.append(el("br"), "Expires ", timeNode(approval.expires_at));
+  card.append(times);
+  if (approval.status !== "pending") {
+    card.append(el("p", "card-outcome outcome-" + (approval.decision || approval.claimed_decision), outcomeText(approval)));
+    return card;
+  }
+  const reasonId = "reason-" + approval.request_id;
+  const label = el("label", "reason-label", "Reason (optional, the model reads it)");
+  label.htmlFor = reasonId;
+  const reason = el("input", "reason");
+  reason.id = reasonId;
+  reason.maxLength = 2000;
+  const actions = el("div", "actions");
+  const buttons = [
+    ["allow", "Allow", "button-allow primary"],
+    ["always_allow", "Always allow for this conversation", "button-always"],
+    ["deny", "Deny", "button-deny danger"],
+  ].map(([decision, text, cls]) => {
+    const button = el("button", cls, text);
+    button.type = "button";
+    button.dataset.decision = decision;
+    return button;
+  });
+  for (const button of buttons) {
+    button.addEventListener("click", () => onDecide(approval, button.dataset.decision, reason.value, buttons));
+    actions.append(button);
+  }
+  card.append(label, reason, actions);
+  return card;
+}
+
+function messageItem(role, title, extraClass) {
+  const item = el("li", `message message-${role}${extraClass ? " " + extraClass : ""}`);
+  item.append(el("span", "message-role", title));
+  return item;
+}
+
+export function transcriptItems(messages) {
+  const items = [];
+  for (const message of messages) {
+    if (message.role === "user") {
+      const item = messageItem("user", "You");
+      item.append(el("p", "message-text", message.content || ""));
+      items.push(item);
+    } else if (message.role === "assistant") {
+      const item = messageItem("assistant", "Assistant");
+      if (message.content) item.append(el("p", "message-text", message.content));
+      for (const call of message.tool_calls || []) {
+        const block = el("div", "tool-call");
+        block.dataset.toolCallId = call.id;
+        block.append(el("span", "tool-call-title", `Tool call: ${call.name}`));
+        block.append(el("pre", "arguments", prettyArguments(call.arguments)));
+        item.append(block);
+      }
+      items.push(item);
+    } else if (message.role === "tool") {
+      const content = message.content || "";
+      const denied = content.startsWith("Not run:");
+      const title = denied ? `Not run: ${message.name || "tool"}` : `Result of ${message.name || "tool"}`;
+      const item = messageItem("tool", title, denied ? "message-denied" : "");
+      item.dataset.toolCallId = message.tool_call_id || "";
+      item.append(el("pre", "tool-result", content));
+      items.push(item);
+    }
+  }
+  return items;
+}
