@@ -13,7 +13,11 @@ from fnmatch import fnmatchcase
 from workflows.models import PolicyRules, RuleVerdict
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
-_SHELL_SEPARATORS = re.compile(r"\|\||&&|[;|&\n]|\$\(|`")
+_SHELL_SEPARATORS = re.compile(r"\|\||&&|\$\(|[;|&\n()`]")
+# Words that may lead a command inside a compound one (`{ sudo x; }`, `if sudo x`, `X=1 sudo x`).
+_LEADING_WORDS = re.compile(
+    r"^(?:(?:[{}!]|if|then|else|elif|fi|do|done|while|until|time|[A-Za-z_][A-Za-z0-9_]*=\S*)(?:\s+|$))+"
+)
 
 DEFAULT_RULES = PolicyRules(
     mode="default",
@@ -48,8 +52,9 @@ class Rule:
 
 
 def shell_segments(command: str) -> list[str]:
-    """Split a command line at its separators so `ls; sudo x` cannot hide `sudo x` from a deny."""
-    parts = [part.strip() for part in _SHELL_SEPARATORS.split(command)]
+    """Split a command line into its simple commands so `ls; sudo x`, `(sudo x)` or `if sudo x; ...`
+    cannot hide `sudo x` from a deny. A guard against slips, not a sandbox: `bash -c` or `eval` hide."""
+    parts = [_LEADING_WORDS.sub("", part.strip()).strip() for part in _SHELL_SEPARATORS.split(command)]
     return [part for part in parts if part] or [command.strip()]
 
 
