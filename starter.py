@@ -1,14 +1,13 @@
-"""The command line: start conversations, send messages, list and decide approvals."""
+"""The command line: start conversations, send messages, list and decide approvals.
+
+`python starter.py --help` lists the commands; they live in the cli package.
+"""
 
 from __future__ import annotations
 
-import sys
+from cli.main import main, run
 
-
-def main(argv: list[str] | None = None) -> int:
-    print("usage: python starter.py COMMAND ...", file=sys.stderr)
-    return 2
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

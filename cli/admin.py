@@ -1,0 +1,31 @@
+"""`ui` and `rebuild-projection`: their modules are imported only when asked for."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.errors import EXIT_OK, CliError
+from cli.temporal import Session
+
+
+def ui(args: argparse.Namespace, session: Session) -> int:
+    """Synchronous on purpose: the UI server runs its own event loop and owns Ctrl-C."""
+    try:
+        from ui.server import serve
+    except ImportError as err:
+        raise CliError(f"the approvals UI is not available (ui/server.py could not be imported: {err})") from None
+    serve(session.settings)
+    return EXIT_OK
+
+
+async def rebuild_projection(args: argparse.Namespace, session: Session) -> int:
+    try:
+        from projection.rebuild import rebuild_projection as rebuild
+    except ImportError as err:
+        raise CliError(f"rebuilding the projection is not available (projection/rebuild.py: {err})") from None
+    client = await session.client()
+    result = await rebuild(client, session.settings)
+    print(f"Rebuilt the projection at {session.settings.approvals_db} from Temporal's history.")
+    if result is not None:
+        print(result)
+    return EXIT_OK

@@ -1,0 +1,94 @@
+"""`pending`, `approve`, `deny`: the approvals inbox from the command line.
+
+`pending` reads the projection only, so it answers with no worker (or Temporal) running. A
+decision is checked against the projection first, so a refusal never needs Temporal; then
+control.send_decision claims it (the first decision wins at once) and signals the workflow,
+which keeps it even while no worker runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from typing import TYPE_CHECKING, Any
+
+from cli.errors import EXIT_OK, refused
+from cli.output import note, print_json, short_time, table, tool_call_text
+from cli.temporal import Session, rpc
+
+if TYPE_CHECKING:
+    from workflows.models import Decision
+
+
+def _read_approval(session: Session, request_id: str) -> dict[str, Any] | None:
+    from projection.reader import get_approval, reading
+
+    with reading(session.settings.approvals_db) as conn:
+        return get_approval(conn, request_id)
+
+
+async def pending(args: argparse.Namespace, session: Session) -> int:
+    from projection.reader import list_approvals, reading
+
+    with reading(session.settings.approvals_db) as conn:
+        rows = list_approvals(conn, "pending", args.conversation)
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if not rows:
+        print("No approval is waiting.")
+        return EXIT_OK
+    print(
+        table(
+            ["REQUEST", "TOOL CALL (exactly as it will run)", "REQUESTED", "STATUS"],
+            [
+                [
+                    row["request_id"],
+                    tool_call_text(row["tool_name"], row["arguments"]),
+                    short_time(row["created_at"]),
+                    row["status"],
+                ]
+                for row in rows
+            ],
+        )
+    )
+    note("Decide with: python starter.py approve REQUEST [--always] | deny REQUEST --reason TEXT")
+    return EXIT_OK
+
+
+def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str | None) -> str | None:
+    """Why this decision must not be sent, judged from the projection; None when it may go."""
+    if row is None:
+        return f"no approval request {request_id}"
+    if conversation_id is not None and row["conversation_id"] != conversation_id:
+        return f"{request_id} belongs to conversation {row['conversation_id']}, not {conversation_id}"
+    if row["decision"] is not None:
+        return f"{request_id} was already resolved: {row['decision']} by {row['decided_by']}"
+    if row["claimed_decision"] is not None:
+        return f"{request_id} was already decided: {row['claimed_decision']} by {row['claimed_by']}"
+    return None
+
+
+async def decide(args: argparse.Namespace, session: Session) -> int:
+    decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
+    row = _read_approval(session, args.request_id)
+    why = _refusal(row, args.request_id, args.conversation)
+    if why is not None:
+        raise refused(why)
+    assert row is not None
+
+    from control import send_decision
+    from projection.claims import DecisionRefused
+    from workflows.models import DecisionInput
+
+    client = await session.client()
+    decided_by = args.decided_by or getpass.getuser()
+    request = DecisionInput(request_id=args.request_id, decision=decision, reason=args.reason, decided_by=decided_by)
+    try:
+        await rpc(send_decision(client, session.settings, request), f"sending the decision on {args.request_id}")
+    except DecisionRefused as err:
+        raise refused(str(err)) from None
+    verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]
+    print(f"{verb}: {tool_call_text(row['tool_name'], row['arguments'])}")
+    print(f"  request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
+    return EXIT_OK

@@ -1,0 +1,146 @@
+"""`start`, `send`, `show`, `conversations`: conversations from the command line.
+
+`show` asks the workflow (a bounded query: a query needs a worker) and, when no worker answers,
+says so and shows what the projection holds instead of hanging.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cli.errors import EXIT_OK, CliError, refused
+from cli.output import note, print_json, safe, short_time, table, tool_call_text
+from cli.temporal import Session, rpc
+
+STATUS_MARKS = {"awaiting_approval": "●", "running": "○", "failed": "✗"}
+
+
+async def start(args: argparse.Namespace, session: Session) -> int:
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from control import start_conversation
+
+    client = await session.client()
+    try:
+        conversation_id = await rpc(
+            start_conversation(client, session.settings, args.message, args.id), "starting the conversation"
+        )
+    except WorkflowAlreadyStartedError:
+        raise refused(f"conversation {args.id} already exists") from None
+    print(conversation_id)
+    note(f"Follow it with: python starter.py watch {conversation_id}")
+    return EXIT_OK
+
+
+async def send(args: argparse.Namespace, session: Session) -> int:
+    from control import send_message
+
+    client = await session.client()
+    await rpc(send_message(client, args.conversation, args.message), f"sending to {args.conversation}")
+    print(f"Sent to {args.conversation}.")
+    return EXIT_OK
+
+
+async def conversations(args: argparse.Namespace, session: Session) -> int:
+    from projection.reader import list_conversations, reading
+
+    with reading(session.settings.approvals_db) as conn:
+        rows = list_conversations(conn)
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if not rows:
+        print("No conversation yet. Start one with: python starter.py start 'write hello to notes.txt'")
+        return EXIT_OK
+    print(
+        table(
+            ["", "CONVERSATION", "STATUS", "PENDING", "UPDATED"],
+            [
+                [
+                    STATUS_MARKS.get(r["turn_status"], " "),
+                    r["conversation_id"],
+                    r["turn_status"],
+                    r["pending_count"],
+                    short_time(r["updated_at"]),
+                ]
+                for r in rows
+            ],
+        )
+    )
+    return EXIT_OK
+
+
+async def query_state(session: Session, conversation_id: str, timeout: float) -> dict[str, Any] | None:
+    """The workflow's state, or None when no worker answers within timeout seconds."""
+    from datetime import timedelta
+
+    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from control import get_state
+
+    client = await session.client()
+    try:
+        state = await get_state(client, conversation_id, timedelta(seconds=timeout))
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise refused(f"no conversation {conversation_id}") from None
+        if err.status == RPCStatusCode.UNAVAILABLE:
+            raise CliError(f"Temporal is not reachable: {err}") from None
+        return None  # deadline exceeded: no worker polls this task queue
+    except (WorkflowQueryFailedError, TimeoutError):
+        return None
+    return state.model_dump(mode="json")
+
+
+def _projected_state(session: Session, conversation_id: str) -> dict[str, Any]:
+    from projection.reader import get_conversation, list_approvals, reading
+
+    with reading(session.settings.approvals_db) as conn:
+        row = get_conversation(conn, conversation_id)
+        approvals = list_approvals(conn, "pending", conversation_id)
+    if row is None:
+        raise refused(f"no worker answered and the projection has no conversation {conversation_id}")
+    return {**row, "messages": None, "pending_approvals": approvals, "source": "projection"}
+
+
+async def show(args: argparse.Namespace, session: Session) -> int:
+    state = await query_state(session, args.conversation, args.timeout)
+    if state is None:
+        note(f"No worker answered within {args.timeout:g}s (is `python worker.py` running?): showing the projection.")
+        state = _projected_state(session, args.conversation)
+    else:
+        state["source"] = "worker"
+    if args.json:
+        print_json(state)
+        return EXIT_OK
+    print(f"Conversation {safe(state['conversation_id'])}: {state['turn_status']}")
+    if state.get("last_error"):
+        print(f"  last error: {safe(state['last_error'])}")
+    for approval in state["pending_approvals"]:
+        call = tool_call_text(approval["tool_name"], approval["arguments"])
+        print(f"  waits for approval: {approval['request_id']}  {call}")
+    if state["messages"] is None:
+        print("  (transcript unavailable until a worker runs)")
+        return EXIT_OK
+    print()
+    for message in state["messages"]:
+        for line in transcript_lines(message):
+            print(line)
+    return EXIT_OK
+
+
+def transcript_lines(message: dict[str, Any]) -> list[str]:
+    """One message as a person reads it; model text escaped, tool calls exactly as proposed."""
+    role = message["role"]
+    if role == "system":
+        return []
+    content = safe(message.get("content") or "", keep_newlines=True)
+    if role == "tool":
+        head = f"tool {message.get('name') or ''} [{message.get('tool_call_id')}]:"
+        return [f"{head} {content}"]
+    lines = [f"{role}: {content}"] if content or not message.get("tool_calls") else [f"{role}:"]
+    for call in message.get("tool_calls") or []:
+        lines.append(f"  -> {tool_call_text(call['name'], call['arguments'])}  [{call['id']}]")
+    return lines

@@ -1,0 +1,55 @@
+"""What the CLI prints: tables for people, one JSON document for scripts, escaped model text.
+
+Text a model wrote (tool arguments, messages) is untrusted: it is shown with every control
+character escaped, so it can never move the cursor, recolour the terminal or hide a line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def safe(text: object, keep_newlines: bool = False) -> str:
+    """Escape every non-printable character (ANSI escapes, C1 controls, line separators)."""
+    out = []
+    for char in str(text):
+        if char.isprintable() or (keep_newlines and char == "\n"):
+            out.append(char)
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def tool_call_text(tool_name: str, arguments: Any) -> str:
+    """The tool and its arguments exactly as they will run: the name, then the arguments as JSON."""
+    if isinstance(arguments, str):
+        return safe(f"{tool_name} {arguments}")
+    return safe(f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}")
+
+
+def short_time(iso: str | None) -> str:
+    """2026-11-30T08:10:03.123+00:00 -> 2026-11-30 08:10:03 (UTC, as stored)."""
+    if not iso:
+        return "-"
+    return iso.replace("T", " ")[:19]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[safe(cell) for cell in row] for row in rows]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def print_json(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def note(text: str) -> None:
+    """A hint for a person; on stderr so stdout stays clean for scripts."""
+    print(text, file=sys.stderr)

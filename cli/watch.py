@@ -1,0 +1,93 @@
+"""`watch CONVERSATION`: follow a conversation until its turn idles or waits for a person.
+
+The projection's event log is the timeline (it works with no worker running); when a worker
+answers the bounded state query, new transcript messages are shown too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from cli.conversations import query_state, transcript_lines
+from cli.errors import EXIT_OK, CliError
+from cli.output import note, safe, short_time
+from cli.temporal import Session
+
+SETTLED = {"idle", "awaiting_approval", "failed", "closed"}
+POLL_SECONDS = 0.5
+QUERY_SECONDS = 2.0
+
+
+def event_line(event: dict[str, Any]) -> str:
+    payload = json.dumps(event["payload"], ensure_ascii=False) if event["payload"] else ""
+    return safe(f"[{short_time(event['created_at'])}] {event['event_type']} {payload}".rstrip())
+
+
+def _read(session: Session, conversation_id: str, after: int) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    from projection.reader import events_after, get_conversation, reading
+
+    with reading(session.settings.approvals_db) as conn:
+        return events_after(conn, after, conversation_id), get_conversation(conn, conversation_id)
+
+
+class _Follower:
+    def __init__(self, session: Session, conversation_id: str) -> None:
+        self.session = session
+        self.conversation_id = conversation_id
+        self.last_event = 0
+        self.seen_messages = 0
+        self.worker_answers: bool | None = None
+
+    async def state(self) -> dict[str, Any] | None:
+        try:
+            state = await query_state(self.session, self.conversation_id, QUERY_SECONDS)
+        except CliError as err:
+            if err.code != 1:  # an unknown conversation is an answer, not a transient failure
+                raise
+            state = None
+        if (state is not None) != self.worker_answers:
+            self.worker_answers = state is not None
+            if state is None:
+                note("No worker answers: following the projection's events only.")
+        return state
+
+    def print_messages(self, state: dict[str, Any] | None) -> None:
+        if state is None:
+            return
+        for message in state["messages"][self.seen_messages :]:
+            for line in transcript_lines(message):
+                print(line, flush=True)
+        self.seen_messages = len(state["messages"])
+
+    def print_events(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            print(event_line(event), flush=True)
+            self.last_event = event["event_id"]
+
+
+async def watch(args: argparse.Namespace, session: Session) -> int:
+    follower = _Follower(session, args.conversation)
+    state = await follower.state()
+    events, row = _read(session, args.conversation, 0)
+    if state is not None:
+        follower.print_messages(state)  # the transcript so far stands for the past events
+        follower.last_event = events[-1]["event_id"] if events else 0
+    else:
+        follower.print_events(events)
+    while True:
+        events, row = _read(session, args.conversation, follower.last_event)
+        follower.print_events(events)
+        state = await follower.state()
+        follower.print_messages(state)
+        status = (state or {}).get("turn_status") or (row or {}).get("turn_status")
+        projected = (row or {}).get("turn_status")
+        if not args.follow and projected in SETTLED and status in SETTLED:
+            break
+        await asyncio.sleep(POLL_SECONDS)
+    print(f"Conversation {args.conversation} is {status}.")
+    if status == "awaiting_approval":
+        note(f"See what waits with: python starter.py pending --conversation {args.conversation}")
+    return EXIT_OK
