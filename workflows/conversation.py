@@ -168,6 +168,8 @@ class ConversationWorkflow:
     # ---- handlers -------------------------------------------------------------------------
     @workflow.signal(name=SIGNAL_SUBMIT_MESSAGE)
     def submit_message(self, message: MessageInput) -> None:
+        if not _well_formed(message, MessageInput):
+            return
         if self._closed:
             workflow.logger.warning("message ignored: conversation %s is closed", self._id)
             return
@@ -175,6 +177,8 @@ class ConversationWorkflow:
 
     @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
     def approval_decision(self, decision: DecisionInput) -> None:
+        if not _well_formed(decision, DecisionInput):
+            return
         refusal = self._book.refusal(decision.request_id)
         if refusal is not None:
             # A bad signal must never fail the workflow task: log it and change nothing.
@@ -196,6 +200,8 @@ class ConversationWorkflow:
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
     def set_auto_approve(self, value: AutoApproveInput) -> None:
+        if not _well_formed(value, AutoApproveInput):
+            return
         self._auto_approve = value.enabled
 
     @workflow.signal(name=SIGNAL_CLOSE)
@@ -218,6 +224,15 @@ class ConversationWorkflow:
             kv=self._kv,
             last_error=self._last_error,
         )
+
+
+def _well_formed(payload: object, expected: type) -> bool:
+    """A JSON null reaches a signal handler as None (only other shapes fail to decode and are
+    dropped by the SDK); raising here would fail every workflow task from now on, so log and skip."""
+    if isinstance(payload, expected):
+        return True
+    workflow.logger.warning("signal ignored: expected %s, got %r", expected.__name__, payload)
+    return False
 
 
 def _cause_message(err: BaseException) -> str:
