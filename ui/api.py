@@ -31,6 +31,12 @@ async def _client(request: Request) -> Client:
     return await request.app.state.client_provider()  # type: ignore[no-any-return]
 
 
+@router.get("/session")
+def session(request: Request) -> dict[str, Any]:
+    """What the page needs to know about itself: whether a token guards it (then it offers to log out)."""
+    return {"token_required": _settings(request).ui_token is not None}
+
+
 @router.get("/conversations")
 def list_conversations(request: Request) -> list[dict[str, Any]]:
     return queries.conversations(_settings(request))

@@ -39,7 +39,8 @@ CONTENT_SECURITY_POLICY = "; ".join(
 SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # Not no-referrer: with it, browsers send `Origin: null` on same-origin form posts (the login form).
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
 ]

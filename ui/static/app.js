@@ -148,6 +148,7 @@ function route() {
   const match = window.location.hash.match(/^#\/conversations\/(.+)$/);
   view.selectedId = match ? decodeURIComponent(match[1]) : null;
   view.detailSignature = "";
+  document.body.classList.toggle("has-selection", Boolean(view.selectedId));
   $("inbox-view").hidden = Boolean(view.selectedId);
   $("conversation-view").hidden = !view.selectedId;
   for (const id of ["conversation-approvals", "decided-cards"]) delete $(id).dataset.key;
@@ -213,6 +214,9 @@ function main() {
   window.addEventListener("hashchange", route);
   route();
   follow();
+  api("/api/session").then((result) => {
+    if (result.ok) $("logout-form").hidden = !result.body.token_required;
+  });
 }
 
 main();
