@@ -1,0 +1,170 @@
+"""`make run`: the whole system on this machine, ready for a newcomer within a minute.
+
+Starts the Temporal dev server (history in data/temporal.db, so a second run finds everything),
+the scripted demo model unless a real model is configured, the worker and the approvals UI;
+shows when each is ready, prints where to look, and stops every process it started on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+import urllib.parse
+
+from temporalio.client import Client
+
+from cli.readiness import http_ok, port_open, wait_until, worker_polls
+from cli.run_plan import REPO_ROOT, LocalOptions, child_env, cli_hint, parse_options, services, temporal_binary
+from cli.supervisor import Child, Supervisor, say
+from connection import connect
+from control import start_conversation
+from projection.reader import list_conversations, reading
+from settings import Settings
+
+DEMO_MESSAGE = "write hello to notes.txt"
+
+
+class LocalRun:
+    def __init__(self, options: LocalOptions, environ: dict[str, str]) -> None:
+        self.options = options
+        self.environ = environ
+        self.env = child_env(options, environ)
+        self.supervisor = Supervisor(self.env, REPO_ROOT)
+        self.stop = asyncio.Event()
+        self.failed: str | None = None
+        self.started = time.monotonic()
+
+    def ready(self, name: str, detail: str) -> None:
+        say(f"✓ {name} ready after {time.monotonic() - self.started:.1f}s: {detail}")
+
+    async def watch_exits(self) -> None:
+        """An essential child that ends stops everything; the UI may end alone (it says why)."""
+        while True:
+            child = await self.supervisor.exits.get()
+            if child.stopping:
+                continue
+            if child.service.essential:
+                self.failed = f"{child.name} exited with status {child.proc.returncode}; stopping everything"
+                say(f"✗ {self.failed}")
+                self.stop.set()
+            else:
+                say(
+                    f"! {child.name} exited with status {child.proc.returncode} (see its lines above); the rest runs on"
+                )
+
+    async def bring_up(self) -> bool:
+        plan = {service.name: service for service in services(self.options, self.environ, temporal_binary())}
+        opts, stop = self.options, self.stop
+        await self.supervisor.start(plan["temporal"])
+        settings = Settings()
+        clients: list[Client] = []
+
+        async def temporal_answers() -> bool:
+            client = await connect(settings)
+            await client.count_workflows()
+            clients.append(client)
+            return True
+
+        if not await wait_until(temporal_answers, 90, stop):
+            return self._fail("Temporal did not start")
+        await wait_until(lambda: port_open("localhost", opts.temporal_ui_port), 30, stop)
+        self.ready("temporal", f"{opts.temporal_address}, Web UI {opts.temporal_ui_url}")
+        client = clients[-1]
+
+        children = {name: await self.supervisor.start(plan[name]) for name in ("model", "worker", "ui") if name in plan}
+        checks = [self._await_worker(children["worker"], client, settings)]
+        if "model" in children:
+            checks.append(self._await_http("model", f"{opts.model_url}/models", "scripted demo model"))
+        checks.append(self._await_http("ui", opts.ui_url, f"approvals UI {opts.ui_url}", essential=False))
+        if not all(await asyncio.gather(*checks)):
+            return False
+        if opts.demo_conversation:
+            await self._start_demo_conversation(client, settings)
+        return True
+
+    async def _await_http(self, name: str, url: str, detail: str, essential: bool = True) -> bool:
+        if await wait_until(lambda: http_ok(url), 60, self.stop):
+            self.ready(name, detail)
+            return True
+        if essential:
+            return self._fail(f"{name} did not answer at {url}")
+        if not self.stop.is_set():
+            say(f"! {name} is not answering at {url}")
+        return True
+
+    async def _await_worker(self, worker: Child, client: Client, settings: Settings) -> bool:
+        async def polls() -> bool:
+            return await worker_polls(client, settings.namespace, settings.task_queue, worker.proc.pid)
+
+        if await wait_until(polls, 90, self.stop):
+            self.ready("worker", f"polling task queue {settings.task_queue}")
+            return True
+        return self._fail("the worker did not start polling")
+
+    async def _start_demo_conversation(self, client: Client, settings: Settings) -> None:
+        """A first conversation that waits for approval, so a newcomer sees something pending."""
+        with reading(settings.approvals_db) as conn:
+            if list_conversations(conn):
+                return
+        conversation_id = await start_conversation(client, settings, DEMO_MESSAGE)
+        say(f"✓ started a first conversation, {conversation_id}: {DEMO_MESSAGE!r} (it will wait for your approval)")
+
+    def _fail(self, why: str) -> bool:
+        if self.failed is None and not self.stop.is_set():
+            self.failed = why
+            say(f"✗ {why}; stopping everything")
+        self.stop.set()
+        return False
+
+    def banner(self) -> None:
+        opts, cli = self.options, cli_hint(self.options, self.environ)
+        query = urllib.parse.quote('TurnStatus="awaiting_approval"')
+        model = (
+            f"scripted demo model at {opts.model_url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)"
+            if "model" in {c.name for c in self.supervisor.children}
+            else f"{self.env['OPENAI_BASE_URL']} ({self.env.get('LLM_MODEL', 'default model')})"
+        )
+        say("")
+        say("Everything is up.")
+        say(f"  Approvals UI     {opts.ui_url}")
+        say(f"  Temporal Web UI  {opts.temporal_ui_url}/namespaces/default/workflows?query={query}")
+        say(f"  Model            {model}")
+        say("  In another terminal, try:")
+        say(f"    {cli} pending")
+        say(f"    {cli} approve REQUEST_ID")
+        say(f"    {cli} start 'list the files and read notes.txt'")
+        say(f"History is kept in {opts.data_dir / 'temporal.db'}. Press Ctrl-C to stop everything.")
+        say("")
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop.set)
+        self.options.data_dir.mkdir(parents=True, exist_ok=True)
+        os.environ.update(self.env)  # Settings() in this process reads the same variables as the children
+        watcher = asyncio.create_task(self.watch_exits())
+        try:
+            if await self.bring_up():
+                self.banner()
+                await self.stop.wait()
+        finally:
+            say("Stopping...")
+            await self.supervisor.stop_all()
+            watcher.cancel()
+        say("Stopped." if self.failed is None else f"Stopped: {self.failed}.")
+        return 0 if self.failed is None else 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parse_options(argv)
+    code = asyncio.run(LocalRun(options, dict(os.environ)).run())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # this process used the Temporal client: see sdk-python issue #300
+
+
+if __name__ == "__main__":
+    main()

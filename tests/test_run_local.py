@@ -1,0 +1,167 @@
+"""`make run` (run_local.py): the commands it plans, and a real start, restart and Ctrl-C."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.run_plan import LocalOptions, child_env, cli_hint, services
+from tests.processes import REPO_ROOT, free_port
+from tests.stack import until
+
+CLEAN = {k: v for k, v in os.environ.items() if k not in {"TEMPORAL_ADDRESS", "APPROVALS_DB", "WORKSPACE_DIR"}}
+CLEAN = {k: v for k, v in CLEAN.items() if not k.startswith(("OPENAI_", "LLM_", "TASK_QUEUE", "UI_"))}
+
+
+def test_default_plan_is_the_contract() -> None:
+    options = LocalOptions()
+    planned = {service.name: service.command for service in services(options, CLEAN)}
+    assert list(planned) == ["temporal", "model", "worker", "ui"]
+    assert planned["temporal"][:5] == ["temporal", "server", "start-dev", "--db-filename", "data/temporal.db"]
+    assert " --search-attribute TurnStatus=Keyword --search-attribute PendingApprovals=Int" in " ".join(
+        planned["temporal"]
+    )
+    assert planned["temporal"][planned["temporal"].index("--ui-port") + 1] == "8233"
+    assert planned["model"][1:] == ["-m", "demo_model", "--host", "127.0.0.1", "--port", "8100"]
+    assert planned["worker"][1:] == ["worker.py"] and (REPO_ROOT / "worker.py").exists()
+    assert planned["ui"][1:] == ["starter.py", "ui"]
+    env = child_env(options, CLEAN)
+    assert env["TEMPORAL_ADDRESS"] == "localhost:7233"
+    assert (env["OPENAI_BASE_URL"], env["APPROVALS_DB"], env["WORKSPACE_DIR"]) == (
+        "http://127.0.0.1:8100/v1",
+        "data/approvals.db",
+        "data/workspace",
+    )
+    assert (env["UI_HOST"], env["UI_PORT"]) == ("127.0.0.1", "8000")
+    assert cli_hint(options, CLEAN).endswith(" starter.py") and "=" not in cli_hint(options, CLEAN)
+
+
+@pytest.mark.parametrize(
+    ("real", "base_url", "model"),
+    [
+        ({"OPENAI_API_KEY": "sk-test"}, "https://api.openai.com/v1", "gpt-4o-mini"),
+        (
+            {"OPENAI_BASE_URL": "http://localhost:11434/v1", "LLM_MODEL": "qwen2.5"},
+            "http://localhost:11434/v1",
+            "qwen2.5",
+        ),
+    ],
+)
+def test_a_real_model_is_one_variable_away(real: dict[str, str], base_url: str, model: str) -> None:
+    environ = {**CLEAN, **real}
+    assert "model" not in [service.name for service in services(LocalOptions(), environ)]
+    env = child_env(LocalOptions(), environ)
+    assert (env["OPENAI_BASE_URL"], env["LLM_MODEL"]) == (base_url, model)
+
+
+def test_moved_ports_and_data_dir_reach_every_child(tmp_path: Path) -> None:
+    options = LocalOptions(data_dir=tmp_path, temporal_port=1234, temporal_ui_port=1235, model_port=1236, ui_port=1237)
+    env = child_env(options, CLEAN)
+    assert env["TEMPORAL_ADDRESS"] == "localhost:1234" and env["UI_PORT"] == "1237"
+    assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:1236/v1"
+    assert env["APPROVALS_DB"] == str(tmp_path / "approvals.db")
+    assert cli_hint(options, CLEAN).startswith(f"TEMPORAL_ADDRESS=localhost:1234 APPROVALS_DB={tmp_path}/approvals.db ")
+
+
+def all_gone(pids: list[int]) -> bool:
+    return not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+class LocalRun:
+    """run_local.py as `make run` starts it, its output collected line by line."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "run_local.py", *args],
+            cwd=REPO_ROOT,
+            env=CLEAN,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> None:
+        def seen() -> bool:
+            if self.proc.poll() is not None and not any(text in line for line in self.lines):
+                raise AssertionError(f"run_local.py exited {self.proc.returncode}:\n" + "\n".join(self.lines))
+            return any(text in line for line in self.lines)
+
+        until(seen, timeout=timeout)
+
+    def child_pids(self) -> list[int]:
+        return [int(m[1]) for line in self.lines if (m := re.match(r"- \w+ started \(pid (\d+)\)", line))]
+
+    def interrupt(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout=90)
+
+
+@pytest.fixture
+def runs() -> Iterator[list[LocalRun]]:
+    started: list[LocalRun] = []
+    yield started
+    for run in started:  # a failed test must not leave a system running
+        if run.proc.poll() is None:
+            run.proc.kill()
+        for pid in run.child_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
+    tmp_path: Path, runs: list[LocalRun]
+) -> None:
+    ports = {name: free_port() for name in ("--temporal-port", "--temporal-ui-port", "--model-port", "--ui-port")}
+    args = ["--data-dir", str(tmp_path), *[str(item) for pair in ports.items() for item in pair]]
+    cli_env = {**CLEAN, "TEMPORAL_ADDRESS": f"localhost:{ports['--temporal-port']}"}
+    cli_env["APPROVALS_DB"] = str(tmp_path / "approvals.db")
+
+    def pending() -> list[dict[str, object]]:
+        done = subprocess.run(
+            [sys.executable, "starter.py", "pending", "--json"],
+            cwd=REPO_ROOT,
+            env=cli_env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        rows: list[dict[str, object]] = json.loads(done.stdout)
+        return rows
+
+    first = LocalRun(args)
+    runs.append(first)
+    first.wait_for("Everything is up")
+    assert any("started a first conversation" in line for line in first.lines)
+    [waiting] = until(pending)
+    assert (waiting["tool_name"], waiting["arguments"]) == ("write_file", {"content": "hello", "path": "notes.txt"})
+    pids = first.child_pids()
+    assert len(pids) == 4
+    assert first.interrupt() == 0
+    until(lambda: all_gone(pids), timeout=30)
+
+    second = LocalRun(args)
+    runs.append(second)
+    second.wait_for("Everything is up")
+    assert not any("started a first conversation" in line for line in second.lines)
+    assert [row["request_id"] for row in pending()] == [waiting["request_id"]]
+    pids = second.child_pids()
+    assert second.interrupt() == 0
+    until(lambda: all_gone(pids), timeout=30)
+    assert second.lines[-1] == "Stopped."
