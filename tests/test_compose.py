@@ -1,0 +1,135 @@
+"""docker-compose.yml and the Dockerfile agree with the code, checked without a container engine."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.parser import build_parser
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
+APP_SERVICES = [name for name, service in SERVICES.items() if "build" in service]
+OFFICIAL_IMAGES = ("postgres", "temporalio/auto-setup", "temporalio/server", "temporalio/ui", "temporalio/admin-tools")
+SETTINGS_SOURCE = (ROOT / "settings.py").read_text()
+SETTINGS_VARIABLES = set(re.findall(r'"([A-Z][A-Z0-9_]{2,})"', SETTINGS_SOURCE))
+
+
+def resolved(value: object) -> str:
+    """${NAME:-default} as compose resolves it with NAME unset."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", str(value))
+
+
+def environment(name: str) -> dict[str, str]:
+    return {key: resolved(value) for key, value in (SERVICES[name].get("environment") or {}).items()}
+
+
+def test_every_service_uses_an_official_image_or_the_app_image() -> None:
+    for name, service in SERVICES.items():
+        if "build" in service:
+            assert service["build"] == "." and (ROOT / "Dockerfile").exists(), name
+        else:
+            image = service["image"]
+            assert image.split(":")[0] in OFFICIAL_IMAGES and ":" in image, f"{name}: pin a version of {image}"
+    assert {"worker", "approvals-ui", "demo-model"} <= set(APP_SERVICES)
+
+
+def test_app_commands_point_at_code_that_exists() -> None:
+    for name in APP_SERVICES:
+        command = SERVICES[name]["command"]
+        assert command[0] == "python", name
+        if command[1] == "-m":
+            assert (ROOT / command[2] / "__main__.py").exists(), name
+        else:
+            assert (ROOT / command[1]).is_file(), name
+        if command[1] == "starter.py":
+            assert build_parser().parse_args(command[2:]).command == command[2], name
+    assert SERVICES["worker"]["command"] == ["python", "worker.py"]
+    assert SERVICES["approvals-ui"]["command"] == ["python", "starter.py", "ui"]
+
+
+@pytest.mark.parametrize("name", ["worker", "approvals-ui"])
+def test_app_environment_uses_only_the_settings_variables_and_their_values_fit(name: str) -> None:
+    env = environment(name)
+    assert set(env) <= SETTINGS_VARIABLES, (
+        f"{name} sets variables settings.py never reads: {set(env) - SETTINGS_VARIABLES}"
+    )
+    assert f'"TASK_QUEUE", "{env["TASK_QUEUE"]}"' in SETTINGS_SOURCE, "the code's default task queue"
+    host, port = env["TEMPORAL_ADDRESS"].split(":")
+    assert host in SERVICES and SERVICES[host]["image"].startswith("temporalio/") and port == "7233"
+    assert any(p.endswith(":7233") for p in SERVICES[host]["ports"])
+    mounts = dict(volume.split(":") for volume in SERVICES[name]["volumes"])
+    for path_variable in ("APPROVALS_DB", "WORKSPACE_DIR"):
+        assert any(env[path_variable].startswith(target) for target in mounts.values()), path_variable
+    base_url = env["OPENAI_BASE_URL"]
+    assert re.fullmatch(r"http://demo-model:8100/v1", base_url)
+    assert SERVICES["demo-model"]["command"][-1] == "8100"
+    float(env["APPROVAL_TIMEOUT"])
+
+
+def test_worker_and_ui_share_one_projection() -> None:
+    worker, ui = environment("worker"), environment("approvals-ui")
+    assert worker["APPROVALS_DB"] == ui["APPROVALS_DB"]
+    assert SERVICES["worker"]["volumes"] == SERVICES["approvals-ui"]["volumes"]
+
+
+def test_ui_listens_where_it_is_published() -> None:
+    env = environment("approvals-ui")
+    assert env["UI_HOST"] == "0.0.0.0"
+    assert any(mapping.endswith(f":{env['UI_PORT']}") for mapping in SERVICES["approvals-ui"]["ports"])
+    assert "UI_TOKEN" in env
+
+
+def test_search_attributes_are_registered_as_the_workflow_sets_them() -> None:
+    setup = SERVICES["temporal-setup"]
+    assert setup["image"].startswith("temporalio/admin-tools:")
+    script = " ".join(setup["command"])
+    words = shlex.split(script.replace(";", " ; "))
+    created = {
+        words[i + 1]: words[i + 3] for i, word in enumerate(words) if word == "--name" and words[i + 2] == "--type"
+    }
+    assert "search-attribute create" in script
+    assert created == {TURN_STATUS_KEY.name: "Keyword", PENDING_APPROVALS_KEY.name: "Int"}
+    assert "temporal:7233" in setup["environment"]["TEMPORAL_ADDRESS"]
+
+
+def test_dependencies_exist_and_the_app_waits_for_the_search_attributes() -> None:
+    for name, service in SERVICES.items():
+        for dependency in service.get("depends_on") or []:
+            assert dependency in SERVICES, f"{name} depends on unknown {dependency}"
+    for name in ("worker", "approvals-ui"):
+        assert SERVICES[name]["depends_on"]["temporal-setup"]["condition"] == "service_completed_successfully"
+    assert SERVICES["temporal"]["depends_on"]["postgresql"]["condition"] == "service_healthy"
+    assert "healthcheck" in SERVICES["postgresql"]
+    assert environment("temporal")["POSTGRES_SEEDS"] == "postgresql"
+    assert environment("temporal-ui")["TEMPORAL_ADDRESS"] == "temporal:7233"
+
+
+def test_named_volumes_are_declared() -> None:
+    declared = set(COMPOSE["volumes"])
+    for name, service in SERVICES.items():
+        for volume in service.get("volumes") or []:
+            source = volume.split(":")[0]
+            assert source.startswith((".", "/")) or source in declared, f"{name}: undeclared volume {source}"
+
+
+def test_dockerfile_copies_every_package_and_module_the_app_needs() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    packages = re.search(r"^packages = \[(.*)\]$", pyproject, re.M)
+    modules = re.search(r"^py-modules = \[(.*)\]$", pyproject, re.M)
+    assert packages is not None and modules is not None
+    for package in re.findall(r'"([^"]+)"', packages[1]):
+        assert f"COPY {package}/ {package}/" in dockerfile, package
+    for module in re.findall(r'"([^"]+)"', modules[1]):
+        assert re.search(rf"^COPY .*\b{module}\.py\b", dockerfile, re.M), module
+    python = re.search(r"^FROM python:(\d+)\.(\d+)", dockerfile, re.M)
+    assert python is not None and (int(python[1]), int(python[2])) >= (3, 11)
+    assert re.search(r"^USER \w+", dockerfile, re.M), "the app runs unprivileged"
