@@ -87,15 +87,28 @@ class Writer:
         self._schema = schema
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None
 
     def transaction(self) -> _Transaction:
         return _Transaction(self)
 
     def _connection(self) -> sqlite3.Connection:
-        if self._conn is None or not self.path.exists():
-            # A deleted file is recreated rather than written into an unlinked inode.
+        # A deleted file, or one deleted and recreated by another process (a reader, a rebuild),
+        # gets a new connection rather than writes into an unlinked inode.
+        if self._conn is None or _identity(self.path) != self._file:
+            if self._conn is not None:
+                self._conn.close()
             self._conn = connect_writer(self.path, self._schema)
+            self._file = _identity(self.path)
         return self._conn
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 class _Transaction:
