@@ -223,6 +223,7 @@ class ConversationWorkflow:
             auto_approve=self.auto_approve,
             kv=self._kv,
             last_error=self._last_error,
+            resolutions=self._book.resolutions(),
         )
 
 

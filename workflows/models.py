@@ -124,6 +124,9 @@ class ConversationState(BaseModel):
     auto_approve: bool
     kv: dict[str, Any] = Field(default_factory=dict)
     last_error: str | None = None
+    resolutions: dict[str, Resolution] = Field(
+        default_factory=dict, description="how every decided request ended; lets the projection be rebuilt"
+    )
 
 
 class LlmRequest(BaseModel):
