@@ -1,0 +1,184 @@
+"""Rebuild the approvals projection from Temporal, after the SQLite file was lost or went stale.
+
+Temporal's history is the source of truth: the visibility listing names every conversation, and
+each running one answers `get_state` (which needs a worker, so every query is bounded). The writes
+are the projection's own idempotent ones, with the workflow's own event keys, so running a rebuild
+twice, or alongside a live worker, never duplicates a row or an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from control import get_state
+from projection.db import Writer
+from projection.writes import now_iso, write_approval_requested, write_conversation
+from settings import Settings
+from workflows.models import (
+    WORKFLOW_TYPE,
+    ApprovalRequestedProjection,
+    ConversationProjection,
+    ConversationState,
+    ProjectionEvent,
+    Resolution,
+    TurnStatus,
+)
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY, StatusKeeper
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+PARALLEL_QUERIES = 8
+ENDED_REASON = "the conversation ended before a decision"
+REBUILT_REASON = "decided in Temporal; restored by a projection rebuild"
+
+
+@dataclass
+class RebuildReport:
+    conversations: int = 0
+    queried: int = 0
+    ended: int = 0
+    pending_restored: int = 0
+    stale_resolved: int = 0
+    unreachable: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        text = (
+            f"rebuilt {self.conversations} conversation(s): {self.queried} queried, {self.ended} ended; "
+            f"{self.pending_restored} pending approval(s) restored, {self.stale_resolved} stale row(s) resolved"
+        )
+        if self.unreachable:
+            text += (
+                f"; {len(self.unreachable)} did not answer (is a worker running?), status taken from search"
+                f" attributes: {', '.join(sorted(self.unreachable))}"
+            )
+        return text
+
+
+async def rebuild_projection(
+    client: Client, settings: Settings, query_timeout: timedelta = QUERY_TIMEOUT
+) -> RebuildReport:
+    """Bring the projection at settings.approvals_db in line with Temporal; safe to run at any time."""
+    writer = Writer(settings.approvals_db)
+    report = RebuildReport()
+    latest: dict[str, WorkflowExecution] = {}
+    # The conversations of this deployment: those its workers (settings.task_queue) run.
+    listing = f"WorkflowType = '{WORKFLOW_TYPE}' AND TaskQueue = '{settings.task_queue}'"
+    async for execution in client.list_workflows(listing):
+        known = latest.get(execution.id)
+        if known is None or _newer(execution, known):
+            latest[execution.id] = execution
+    report.conversations = len(latest)
+    gate = asyncio.Semaphore(PARALLEL_QUERIES)
+
+    async def one(execution: WorkflowExecution) -> None:
+        async with gate:
+            await _rebuild_one(client, writer, execution, query_timeout, report)
+
+    await asyncio.gather(*(one(execution) for execution in latest.values()))
+    return report
+
+
+def _newer(candidate: WorkflowExecution, known: WorkflowExecution) -> bool:
+    running = WorkflowExecutionStatus.RUNNING
+    if (candidate.status == running) != (known.status == running):
+        return candidate.status == running
+    return candidate.start_time > known.start_time
+
+
+async def _rebuild_one(
+    client: Client, writer: Writer, execution: WorkflowExecution, timeout: timedelta, report: RebuildReport
+) -> None:
+    cid = execution.id
+    # Any write from a workflow task after this moment carries a later version and wins.
+    version = int(time.time() * 1000) * 1000
+    if execution.status != WorkflowExecutionStatus.RUNNING:
+        report.ended += 1
+        with writer.transaction() as conn:
+            write_conversation(conn, _conversation(cid, "closed", 0, version))
+            _resolve_stale(conn, cid, {}, keep=set(), fallback="canceled")
+        return
+    try:
+        state = await get_state(client, cid, timeout=timeout)
+    except RPCError:
+        report.unreachable.append(cid)
+        attributes = execution.typed_search_attributes
+        status = attributes.get(TURN_STATUS_KEY) or "running"
+        pending = attributes.get(PENDING_APPROVALS_KEY) or 0
+        with writer.transaction() as conn:
+            write_conversation(conn, _conversation(cid, status, pending, version))  # type: ignore[arg-type]
+        return
+    report.queried += 1
+    with writer.transaction() as conn:
+        report.pending_restored += _write_state(conn, state, version)
+        keep = {approval.request_id for approval in state.pending_approvals}
+        report.stale_resolved += _resolve_stale(conn, cid, state.resolutions, keep=keep, fallback=None)
+
+
+def _conversation(
+    cid: str, status: TurnStatus, pending: int, version: int, events: list[ProjectionEvent] | None = None
+) -> ConversationProjection:
+    return ConversationProjection(
+        conversation_id=cid,
+        turn_status=status,
+        pending_count=pending,
+        updated_at=datetime.now(UTC),
+        version=version,
+        events=events or [],
+    )
+
+
+def _write_state(conn: sqlite3.Connection, state: ConversationState, version: int) -> int:
+    """The conversation row and every pending approval, with the events the workflow would write."""
+    keeper = StatusKeeper(state.conversation_id)
+    pending = state.pending_approvals
+    conversation = _conversation(state.conversation_id, state.turn_status, len(pending), version)
+    write_conversation(conn, conversation)
+    restored = 0
+    for approval in pending:
+        rid = approval.request_id
+        events = [
+            keeper.event("permission.request", rid, {"request_id": rid}),
+            keeper.event("turn.awaiting_approval", rid, {"pending": len(pending)}),
+        ]
+        known = conn.execute("SELECT 1 FROM ui_pending_approvals WHERE request_id = ?", (rid,)).fetchone()
+        write_approval_requested(
+            conn,
+            ApprovalRequestedProjection(
+                approval=approval, kv_snapshot=state.kv, conversation=conversation.model_copy(update={"events": events})
+            ),
+        )
+        restored += known is None
+    return restored
+
+
+def _resolve_stale(
+    conn: sqlite3.Connection,
+    cid: str,
+    resolutions: dict[str, Resolution],
+    *,
+    keep: set[str],
+    fallback: Resolution | None,
+) -> int:
+    """Rows the file shows pending that Temporal has resolved (or whose conversation ended)."""
+    stale = conn.execute(
+        "SELECT request_id FROM ui_pending_approvals WHERE conversation_id = ? AND resolved_at IS NULL", (cid,)
+    ).fetchall()
+    fixed = 0
+    for (request_id,) in stale:
+        resolution = resolutions.get(request_id, fallback)
+        if request_id in keep or resolution is None:
+            continue
+        reason = ENDED_REASON if request_id not in resolutions else REBUILT_REASON
+        conn.execute(
+            "UPDATE ui_pending_approvals SET decision = ?, decided_by = 'rebuild', reason = ?, resolved_at = ?"
+            " WHERE request_id = ? AND resolved_at IS NULL",
+            (resolution, reason, now_iso(), request_id),
+        )
+        fixed += 1
+    return fixed
