@@ -17,7 +17,16 @@ import urllib.parse
 from temporalio.client import Client
 
 from cli.readiness import http_ok, port_open, wait_until, worker_polls
-from cli.run_plan import REPO_ROOT, LocalOptions, child_env, cli_hint, parse_options, services, temporal_binary
+from cli.run_plan import (
+    REPO_ROOT,
+    LocalOptions,
+    busy_ports,
+    child_env,
+    cli_hint,
+    parse_options,
+    services,
+    temporal_binary,
+)
 from cli.supervisor import Child, Supervisor, say
 from connection import connect
 from control import start_conversation
@@ -160,6 +169,11 @@ class LocalRun:
 
 def main(argv: list[str] | None = None) -> None:
     options = parse_options(argv)
+    busy = busy_ports(options, dict(os.environ))
+    if busy:
+        held = ", ".join(f"{port} ({flag})" for flag, port in busy)
+        print(f"run_local.py: port(s) already in use: {held}; stop what holds them or move with the flag named")
+        sys.exit(1)
     code = asyncio.run(LocalRun(options, dict(os.environ)).run())
     sys.stdout.flush()
     sys.stderr.flush()

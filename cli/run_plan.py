@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,23 @@ def parse_options(argv: list[str] | None = None) -> LocalOptions:
         ui_port=args.ui_port,
         demo_conversation=args.demo_conversation,
     )
+
+
+def busy_ports(options: LocalOptions, environ: dict[str, str]) -> list[tuple[str, int]]:
+    """The ports this run needs that something else already holds (an earlier run, another server)."""
+    wanted = [("--temporal-port", options.temporal_port), ("--temporal-ui-port", options.temporal_ui_port)]
+    wanted.append(("--ui-port", options.ui_port))
+    if uses_demo_model(environ):
+        wanted.append(("--model-port", options.model_port))
+    busy = []
+    for flag, port in wanted:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                busy.append((flag, port))
+    return busy
 
 
 def uses_demo_model(environ: dict[str, str]) -> bool:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from cli.conversations import query_state, transcript_lines
-from cli.errors import EXIT_OK, CliError
+from cli.errors import EXIT_OK, CliError, refused
 from cli.output import note, safe, short_time
 from cli.temporal import Session
 
@@ -75,6 +75,8 @@ async def watch(args: argparse.Namespace, session: Session) -> int:
     if state is not None:
         follower.print_messages(state)  # the transcript so far stands for the past events
         follower.last_event = events[-1]["event_id"] if events else 0
+    elif row is None:
+        raise refused(f"no worker answered and the projection has no conversation {args.conversation}")
     else:
         follower.print_events(events)
     while True:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -165,3 +166,23 @@ def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     assert second.interrupt() == 0
     until(lambda: all_gone(pids), timeout=30)
     assert second.lines[-1] == "Stopped."
+
+
+def test_a_busy_port_is_named_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        args = ["--data-dir", str(tmp_path), "--temporal-port", str(port), "--temporal-ui-port", str(free_port())]
+        args += ["--model-port", str(free_port()), "--ui-port", str(free_port())]
+        done = subprocess.run(
+            [sys.executable, "run_local.py", *args],
+            cwd=REPO_ROOT,
+            env=CLEAN,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert f"{port} (--temporal-port)" in done.stdout and "started" not in done.stdout
+    assert not (tmp_path / "temporal.db").exists()
