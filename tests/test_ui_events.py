@@ -49,8 +49,12 @@ async def test_events_stream_live_and_resume_from_last_event_id(settings: Settin
             # A reconnect with Last-Event-ID gets exactly what it missed, in order.
             async with http.stream("GET", "/api/events", headers={"Last-Event-ID": "1"}) as resumed:
                 found = await asyncio.wait_for(_read_events(resumed.aiter_lines(), 3), timeout=10)
+            # A position past the end (the projection was rebuilt, its log starts over) resets the stream.
+            async with http.stream("GET", "/api/events", headers={"Last-Event-ID": "99"}) as rebuilt:
+                _, reset = await asyncio.wait_for(_read_events(rebuilt.aiter_lines(), 2), timeout=10)
         assert [e.get("id") for e in found[1:]] == ["2", "3"]
         assert [e["data"]["event_type"] for e in found[1:]] == ["turn.awaiting_approval", "turn.completed"]
         assert found[1]["data"]["conversation_id"] == "conv-1"
+        assert (reset["event"], reset["id"], reset["data"]) == ("reset", "3", {"after": 3})
     finally:
         await asyncio.to_thread(served.stop)

@@ -3,7 +3,8 @@
 The stream polls ui_events (a read-only query, cheap) every POLL_INTERVAL and sends each new row
 with its event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
 exactly where it stopped. A fresh stream starts after the newest event: the page loads the current
-state itself, then follows changes.
+state itself, then follows changes. If the log starts over (the projection was rebuilt from
+Temporal's history), the stream says `reset` and follows the new log.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ui.security import require_token
 POLL_INTERVAL = 0.25
 KEEPALIVE_INTERVAL = 15.0
 RECONNECT_MS = 1500
+BATCH = 200
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
 
@@ -52,7 +54,11 @@ async def stream_events(request: Request, db_path: Path, after: int) -> AsyncIte
     yield f"retry: {RECONNECT_MS}\nevent: ready\ndata: {json.dumps({'after': after})}\n\n"
     last_sent = time.monotonic()
     while not await request.is_disconnected():
-        events = await asyncio.to_thread(queries.events, db_path, after)
+        events, latest = await asyncio.to_thread(queries.events, db_path, after, BATCH)
+        if latest < after:
+            after = latest
+            yield f"id: {after}\nevent: reset\ndata: {json.dumps({'after': after})}\n\n"
+            continue
         for event in events:
             after = event["event_id"]
             yield format_event(event)
@@ -61,7 +67,7 @@ async def stream_events(request: Request, db_path: Path, after: int) -> AsyncIte
         elif time.monotonic() - last_sent > KEEPALIVE_INTERVAL:
             last_sent = time.monotonic()
             yield ": keepalive\n\n"
-        if len(events) < 200:  # a full batch means more are waiting: read again at once
+        if len(events) < BATCH:  # a full batch means more are waiting: read again at once
             await asyncio.sleep(POLL_INTERVAL)
 
 

@@ -55,6 +55,8 @@ def conversation_view(settings: Settings, conversation_id: str) -> tuple[dict[st
         return reader.get_conversation(conn, conversation_id), reader.list_approvals(conn, "all", conversation_id)
 
 
-def events(db_path: Path, after_event_id: int) -> list[dict[str, Any]]:
+def events(db_path: Path, after_event_id: int, limit: int = 200) -> tuple[list[dict[str, Any]], int]:
+    """Events after a position, and the newest id (lower than the position after a projection rebuild)."""
     with reader.reading(db_path) as conn:
-        return reader.events_after(conn, after_event_id, limit=200)
+        latest = int(conn.execute("SELECT COALESCE(MAX(event_id), 0) FROM ui_events").fetchone()[0])
+        return reader.events_after(conn, after_event_id, limit=limit), latest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -32,11 +33,11 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     return app
 
 
-def uvicorn_config(settings: Settings, app: FastAPI | None = None, **options: object) -> uvicorn.Config:
+def uvicorn_config(settings: Settings, app: FastAPI | None = None, **options: Any) -> uvicorn.Config:
     """Open event streams would hold shutdown forever; give them a short grace instead."""
     options.setdefault("timeout_graceful_shutdown", 2)
     options.setdefault("log_level", "info")
-    return uvicorn.Config(app or create_app(settings), host=settings.ui_host, port=settings.ui_port, **options)  # type: ignore[arg-type]
+    return uvicorn.Config(app or create_app(settings), host=settings.ui_host, port=settings.ui_port, **options)
 
 
 def serve(settings: Settings) -> None:

@@ -18,6 +18,7 @@ from workflows.models import ConversationState
 ClientProvider = Callable[[], Awaitable[Client]]
 # Short: the page waits on it, and with no worker a query only ends when its timeout does.
 STATE_QUERY_TIMEOUT = timedelta(seconds=2)
+CONNECT_TIMEOUT_SECONDS = 5.0
 
 
 class LazyClient:
@@ -32,7 +33,7 @@ class LazyClient:
         async with self._lock:
             if self._client is None:
                 try:
-                    self._client = await connect(self._settings)
+                    self._client = await asyncio.wait_for(connect(self._settings), CONNECT_TIMEOUT_SECONDS)
                 except Exception as err:
                     raise ServiceUnavailable(
                         f"cannot reach Temporal at {self._settings.temporal_address}: {err}"

@@ -162,6 +162,10 @@ function route() {
 function follow() {
   const live = $("live-status");
   const source = new EventSource("/api/events");
+  source.addEventListener("reset", () => {
+    view.detailDirty = Boolean(view.selectedId);
+    refreshSoon();
+  });
   source.addEventListener("ready", () => {
     live.textContent = "live";
     live.className = "live live-on";
