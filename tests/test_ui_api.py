@@ -99,15 +99,22 @@ async def test_conversation_view_says_when_no_worker_answers(
     client: Client, settings: Settings, idle_workflow: str
 ) -> None:
     request_id = seed_pending(settings, idle_workflow)
+    not_projected = await start_conversation(client, settings, "just started", f"ui-api-{uuid.uuid4().hex[:8]}")
     async with api_client(settings, client) as http:
-        view = await http.get(f"/api/conversations/{idle_workflow}")
-        missing = await http.get("/api/conversations/conv-that-never-was")
+        view, fresh, missing = await asyncio.gather(
+            http.get(f"/api/conversations/{idle_workflow}"),
+            http.get(f"/api/conversations/{not_projected}"),
+            http.get("/api/conversations/conv-that-never-was"),
+        )
+    await client.get_workflow_handle(not_projected).terminate("test over")
     assert view.status_code == 200
     body = view.json()
     assert body["worker_online"] is False
     assert "worker" in body["notice"]
     assert body["turn_status"] == "awaiting_approval"
     assert [a["request_id"] for a in body["pending_approvals"]] == [request_id]
+    # Not in the projection yet: the status comes from the workflow's search attributes.
+    assert (fresh.status_code, fresh.json()["turn_status"]) == (200, "running")
     assert missing.status_code == 404
 
 

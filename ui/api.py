@@ -17,7 +17,7 @@ from ui import queries
 from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
 from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
 from ui.security import require_same_origin, require_token
-from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http
+from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
@@ -66,31 +66,38 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
         "updated_at": row["updated_at"] if row else None,
     }
     try:
-        state = await query_state(await _client(request), conversation_id)
+        client = await _client(request)
+        state = await query_state(client, conversation_id)
     except (WorkerUnavailable, ServiceUnavailable, NotFound) as err:
-        if row is None:
+        status = row["turn_status"] if row else None
+        if status is None and isinstance(err, WorkerUnavailable):
+            status = await status_from_search_attributes(client, conversation_id)
+        if status is None:
             raise NotFound(f"no conversation {conversation_id}") from None
-        notice = (
-            "No worker answered, so the transcript is not available; this is what the approvals projection knows."
-            if isinstance(err, WorkerUnavailable)
-            else f"Temporal could not answer ({err}); this is what the approvals projection knows."
-        )
-        pending = [a for a in approvals if a["status"] != "resolved"]
-        return {
-            **view,
-            "worker_online": False,
-            "notice": notice,
-            "turn_status": row["turn_status"],
-            "turn_id": None,
-            "messages": [],
-            "pending_approvals": pending,
-            "always_allow": [],
-            "auto_approve": False,
-            "last_error": None,
-        }
+        return {**view, **_projection_only(err, status, approvals)}
     dumped = state.model_dump(mode="json")
     dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system"]
     return {**view, **dumped, "worker_online": True, "notice": None}
+
+
+def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]]) -> dict[str, Any]:
+    """The conversation as far as it is known without a worker: status and approvals, no transcript."""
+    notice = (
+        "No worker answered, so the transcript is not available; this is what the approvals projection knows."
+        if isinstance(err, WorkerUnavailable)
+        else f"Temporal could not answer ({err}); this is what the approvals projection knows."
+    )
+    return {
+        "worker_online": False,
+        "notice": notice,
+        "turn_status": status,
+        "turn_id": None,
+        "messages": [],
+        "pending_approvals": [a for a in approvals if a["status"] != "resolved"],
+        "always_allow": [],
+        "auto_approve": False,
+        "last_error": None,
+    }
 
 
 @router.post("/conversations/{conversation_id}/messages", status_code=202)

@@ -14,6 +14,7 @@ from connection import connect
 from settings import Settings
 from ui.errors import NotFound, ServiceUnavailable
 from workflows.models import ConversationState
+from workflows.status import TURN_STATUS_KEY
 
 ClientProvider = Callable[[], Awaitable[Client]]
 # Short: the page waits on it, and with no worker a query only ends when its timeout does.
@@ -54,6 +55,15 @@ async def query_state(client: Client, conversation_id: str) -> ConversationState
         raise WorkerUnavailable(str(err)) from None
     except (WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
         raise WorkerUnavailable(str(err)) from None
+
+
+async def status_from_search_attributes(client: Client, conversation_id: str) -> str | None:
+    """TurnStatus as the workflow last published it; a describe needs no worker, unlike a query."""
+    try:
+        description = await client.get_workflow_handle(conversation_id).describe(rpc_timeout=STATE_QUERY_TIMEOUT)
+    except RPCError:
+        return None
+    return description.typed_search_attributes.get(TURN_STATUS_KEY)
 
 
 def rpc_error_to_http(err: RPCError, conversation_id: str) -> Exception:

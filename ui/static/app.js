@@ -2,7 +2,14 @@
 import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
-const view = { selectedId: null, detailSignature: "", refreshTimer: null, detailLoading: false, detailAgain: false };
+const view = {
+  selectedId: null,
+  detailSignature: "",
+  detailDirty: false,
+  detailLoading: false,
+  detailAgain: false,
+  refreshTimer: null,
+};
 
 async function api(path, options = {}) {
   const init = { credentials: "same-origin", headers: {}, ...options };
