@@ -141,7 +141,7 @@ async def test_orange_dot_appears_live_in_two_tabs_and_allow_clears_it(
     assert inbox.problems == []
 
 
-async def test_deny_with_a_reason_shows_the_denial(
+async def test_deny_with_a_reason_shows_the_denial_and_a_message_starts_the_next_turn(
     inbox: Inbox, model: ScriptedModel, client: Client, settings: Settings, histories: HistoryRecorder
 ) -> None:
     model.behaviour = calls_then_summary(("call_1", "run_shell", {"command": "make deploy"}))
@@ -161,6 +161,12 @@ async def test_deny_with_a_reason_shows_the_denial(
     await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-idle\b"))
     await expect(page.locator("#decided-cards .card-outcome")).to_contain_text("Denied by dana")
     await screenshot(page, "conversation-denied.png")
+
+    # The message box starts the next turn: the model asks again, and the dot turns orange again.
+    await page.fill("#message-text", "try again on Monday")
+    await page.click("#message-form button[type=submit]")
+    await expect(page.locator(".message-user .message-text").last).to_have_text("try again on Monday")
+    await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-awaiting_approval\b"))
     assert inbox.problems == []
 
 
