@@ -120,7 +120,7 @@ def test_exit_statuses_hold_over_many_runs(stack: Stack, waiting: tuple[str, lis
         + [["approve", first["request_id"]]] * RUNS
         + [["show", conversation_id, "--json"]] * RUNS
     )
-    results = stack.cli_many(commands, parallel=6)
+    results = stack.cli_many(commands, parallel=4)
     for args, done in zip(commands, results, strict=True):
         if args[0] == "approve":
             assert_refused(done, "already resolved")
