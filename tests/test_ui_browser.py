@@ -1,7 +1,8 @@
 """The inbox in real headless Chromium, against a real worker, the scripted model and uvicorn.
 
 Skips only when no Chromium exists and REQUIRE_BROWSER is unset; CI sets REQUIRE_BROWSER=1.
-Screenshots land in build/screenshots/; the one with an orange dot is also docs/inbox.png.
+Screenshots land in build/screenshots/; with UPDATE_DOCS_SCREENSHOT=1 the one with an orange dot
+also replaces docs/inbox.png (the README's picture), so a plain test run changes no tracked file.
 """
 
 from __future__ import annotations
@@ -126,7 +127,9 @@ async def test_orange_dot_appears_live_in_two_tabs_and_allow_clears_it(
     await expect(card.locator(".arguments")).to_contain_text('"content": "hello inbox"')
     await expect(card.locator(".card-times")).to_contain_text("Expires")
     await expect(second.locator("#pending-total")).to_have_text("1")
-    shutil.copyfile(await screenshot(second, "inbox-awaiting-approval.png"), _docs(README_SCREENSHOT))
+    shot = await screenshot(second, "inbox-awaiting-approval.png")
+    if os.environ.get("UPDATE_DOCS_SCREENSHOT") == "1":
+        shutil.copyfile(shot, _docs(README_SCREENSHOT))
     assert not (settings.workspace_dir / "notes.txt").exists()
 
     await first.locator(f'#conversation-approvals [data-request-id="perm_{cid}_call_1"] .button-allow').click()
