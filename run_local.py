@@ -34,6 +34,7 @@ from projection.reader import list_conversations, reading
 from settings import Settings
 
 DEMO_MESSAGE = "write hello to notes.txt"
+MAX_REPLACEMENTS = 5  # a worker that keeps dying is a bug to read about, not to hide
 
 
 class LocalRun:
@@ -50,19 +51,23 @@ class LocalRun:
         say(f"✓ {name} ready after {time.monotonic() - self.started:.1f}s: {detail}")
 
     async def watch_exits(self) -> None:
-        """An essential child that ends stops everything; the UI may end alone (it says why)."""
+        """An essential child that ends stops everything, a worker is replaced, the UI may end alone."""
+        replaced = 0
         while True:
             child = await self.supervisor.exits.get()
-            if child.stopping:
+            code = child.proc.returncode
+            if child.stopping or self.stop.is_set():
                 continue
-            if child.service.essential:
-                self.failed = f"{child.name} exited with status {child.proc.returncode}; stopping everything"
+            if child.service.restarts and replaced < MAX_REPLACEMENTS:
+                replaced += 1
+                say(f"! {child.name} exited with status {code}; starting a new one (what it waited for resumes)")
+                await self.supervisor.start(child.service)
+            elif child.service.essential:
+                self.failed = f"{child.name} exited with status {code}; stopping everything"
                 say(f"✗ {self.failed}")
                 self.stop.set()
             else:
-                say(
-                    f"! {child.name} exited with status {child.proc.returncode} (see its lines above); the rest runs on"
-                )
+                say(f"! {child.name} exited with status {code} (see its lines above); the rest runs on")
 
     async def bring_up(self) -> bool:
         plan = {service.name: service for service in services(self.options, self.environ, temporal_binary())}

@@ -49,11 +49,13 @@ class LocalOptions:
 
 @dataclass(frozen=True)
 class Service:
-    """One child process. essential: when it exits, everything stops."""
+    """One child process. essential: when it exits, everything stops, unless it restarts:
+    a worker that dies is replaced, as in production, and the approvals it left waiting resume."""
 
     name: str
     command: list[str]
     essential: bool = True
+    restarts: bool = False
 
 
 def parse_options(argv: list[str] | None = None) -> LocalOptions:
@@ -141,7 +143,7 @@ def services(options: LocalOptions, environ: dict[str, str], temporal: str = "te
     if uses_demo_model(environ):
         demo = [sys.executable, "-m", "demo_model", "--host", options.host, "--port", str(options.model_port)]
         planned.append(Service("model", demo))
-    planned.append(Service("worker", [sys.executable, "worker.py"]))
+    planned.append(Service("worker", [sys.executable, "worker.py"], restarts=True))
     planned.append(Service("ui", [sys.executable, "starter.py", "ui"], essential=False))
     return planned
 

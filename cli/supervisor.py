@@ -91,6 +91,9 @@ class Supervisor:
         await asyncio.gather(*(self._stop(c) for c in last))
 
     async def _stop(self, child: Child) -> None:
+        if not child.running and not child.stopping:  # it ended earlier and was reported then
+            child.signal_group(signal.SIGKILL)
+            return
         child.stopping = True
         for sig, wait_seconds in STOP_STEPS:
             if not child.running:

@@ -106,8 +106,12 @@ class LocalRun:
 
         until(seen, timeout=timeout)
 
+    def started(self) -> list[tuple[str, int]]:
+        """(name, pid) of every child it started, in order."""
+        return [(m[1], int(m[2])) for line in self.lines if (m := re.match(r"- (\w+) started \(pid (\d+)\)", line))]
+
     def child_pids(self) -> list[int]:
-        return [int(m[1]) for line in self.lines if (m := re.match(r"- \w+ started \(pid (\d+)\)", line))]
+        return [pid for _, pid in self.started()]
 
     def interrupt(self) -> int:
         self.proc.send_signal(signal.SIGINT)
@@ -134,26 +138,35 @@ def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     cli_env = {**CLEAN, "TEMPORAL_ADDRESS": f"localhost:{ports['--temporal-port']}"}
     cli_env["APPROVALS_DB"] = str(tmp_path / "approvals.db")
 
-    def pending() -> list[dict[str, object]]:
+    def cli(*command: str) -> str:
         done = subprocess.run(
-            [sys.executable, "starter.py", "pending", "--json"],
-            cwd=REPO_ROOT,
-            env=cli_env,
-            capture_output=True,
-            text=True,
+            [sys.executable, "starter.py", *command], cwd=REPO_ROOT, env=cli_env, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr
-        rows: list[dict[str, object]] = json.loads(done.stdout)
+        return done.stdout
+
+    def pending() -> list[dict[str, object]]:
+        rows: list[dict[str, object]] = json.loads(cli("pending", "--json"))
         return rows
 
     first = LocalRun(args)
     runs.append(first)
     first.wait_for("Everything is up")
     assert any("started a first conversation" in line for line in first.lines)
-    [waiting] = until(pending)
-    assert (waiting["tool_name"], waiting["arguments"]) == ("write_file", {"content": "hello", "path": "notes.txt"})
+    [demo] = until(pending)
+    assert (demo["tool_name"], demo["arguments"]) == ("write_file", {"content": "hello", "path": "notes.txt"})
+
+    [worker] = [pid for name, pid in first.started() if name == "worker"]
+    os.kill(worker, signal.SIGKILL)  # the worker, mid-wait: a new one replaces it
+    first.wait_for("worker exited with status -9; starting a new one")
+    assert len(first.child_pids()) == 5
+    cli("start", "run echo kept")
+    shell = until(lambda: [row for row in pending() if row["tool_name"] == "run_shell"])[0]
+    cli("approve", str(demo["request_id"]))
+    until(lambda: (tmp_path / "workspace" / "notes.txt").exists())
+    assert (tmp_path / "workspace" / "notes.txt").read_text() == "hello"
+
     pids = first.child_pids()
-    assert len(pids) == 4
     assert first.interrupt() == 0
     until(lambda: all_gone(pids), timeout=30)
 
@@ -161,7 +174,7 @@ def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     runs.append(second)
     second.wait_for("Everything is up")
     assert not any("started a first conversation" in line for line in second.lines)
-    assert [row["request_id"] for row in pending()] == [waiting["request_id"]]
+    assert [row["request_id"] for row in pending()] == [shell["request_id"]]
     pids = second.child_pids()
     assert second.interrupt() == 0
     until(lambda: all_gone(pids), timeout=30)
