@@ -1,0 +1,113 @@
+"""Driving many conversations at once: start them, wait on the projection, decide them.
+
+Waiting reads the SQLite projection (cheap, no worker needed) instead of querying workflows, so
+the bench adds as little load as it can to what it measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+
+from bench import script
+from control import send_decision, start_conversation
+from projection.db import connect_reader
+from settings import Settings
+from workflows.models import DecisionInput
+
+T = TypeVar("T")
+
+
+def new_ids(prefix: str, count: int) -> list[str]:
+    run = uuid.uuid4().hex[:6]
+    return [f"{prefix}-{run}-{i:05d}" for i in range(count)]
+
+
+async def bounded(items: Iterable[T], action: Callable[[T], Awaitable[Any]], concurrency: int = 50) -> list[Any]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: T) -> Any:
+        async with gate:
+            return await action(item)
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+async def start_all(client: Client, settings: Settings, ids: list[str], concurrency: int = 50) -> None:
+    async def start(cid: str) -> None:
+        await start_conversation(client, settings, script.user_text(cid), conversation_id=cid)
+
+    await bounded(ids, start, concurrency)
+
+
+def scalar(db: Path, sql: str, *params: Any) -> Any:
+    conn = connect_reader(db)
+    try:
+        row = conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+    finally:
+        conn.close()
+
+
+def pending_requests(db: Path) -> dict[str, str]:
+    """conversation id -> request id of its unresolved approval."""
+    conn = connect_reader(db)
+    try:
+        rows = conn.execute("SELECT conversation_id, request_id FROM ui_pending_approvals WHERE resolved_at IS NULL")
+        return {str(row[0]): str(row[1]) for row in rows}
+    finally:
+        conn.close()
+
+
+async def wait_until(check: Callable[[], bool], what: str, timeout: float, interval: float = 0.05) -> float:
+    """Poll until check() holds; return the seconds it took."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"{what}: not reached within {timeout}s")
+        await asyncio.sleep(interval)
+    return time.monotonic() - start
+
+
+async def wait_pending(db: Path, count: int, timeout: float = 600.0) -> float:
+    sql = "SELECT count(*) FROM ui_pending_approvals WHERE resolved_at IS NULL"
+    return await wait_until(lambda: scalar(db, sql) >= count, f"{count} pending approvals", timeout, 0.25)
+
+
+async def wait_idle(db: Path, count: int, timeout: float = 600.0, interval: float = 0.25) -> float:
+    sql = "SELECT count(*) FROM ui_conversations WHERE turn_status = 'idle'"
+    return await wait_until(lambda: scalar(db, sql) >= count, f"{count} idle conversations", timeout, interval)
+
+
+async def approve(client: Client, settings: Settings, request_id: str) -> None:
+    await send_decision(client, settings, DecisionInput(request_id=request_id, decision="allow", decided_by="bench"))
+
+
+def activity_completed_at(history: WorkflowHistory, activity_type: str) -> list[float]:
+    """When (epoch seconds, server clock = this machine's) each such activity's result was recorded."""
+    scheduled: dict[int, str] = {}
+    done: list[float] = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attrs = event.activity_task_completed_event_attributes
+            if scheduled.get(attrs.scheduled_event_id) == activity_type:
+                done.append(event.event_time.ToMicroseconds() / 1e6)
+    return done
+
+
+def scheduled_count(history: WorkflowHistory, activity_type: str) -> int:
+    return sum(
+        1
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and event.activity_task_scheduled_event_attributes.activity_type.name == activity_type
+    )

@@ -1,0 +1,49 @@
+"""The floor: the least a Temporal workflow can do for an approval, to measure ours against.
+
+It waits on one signal and then runs one activity that runs the same shell command as the
+approved tool of ours, with none of the policy, projection, ledger or model calls around it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity, workflow
+
+with workflow.unsafe.imports_passed_through():
+    # The same tool code as ours; passed through because it is never run inside the sandbox.
+    from activities.builtin_tools import KvStore, Workspace, run_shell
+
+FLOOR_WORKFLOW = "BenchFloorWorkflow"
+FLOOR_ACTIVITY = "bench_floor_tool"
+FLOOR_SIGNAL = "approve"
+
+
+class FloorActivities:
+    def __init__(self, workspace_dir: Path) -> None:
+        self._workspace = Workspace(workspace_dir)
+
+    @activity.defn(name=FLOOR_ACTIVITY)
+    async def run_tool(self, command: str) -> str:
+        return await run_shell(self._workspace, KvStore({}), {"command": command}, activity.heartbeat)
+
+
+@workflow.defn(name=FLOOR_WORKFLOW)
+class FloorWorkflow:
+    def __init__(self) -> None:
+        self._approved = False
+
+    @workflow.run
+    async def run(self, command: str) -> str:
+        await workflow.wait_condition(lambda: self._approved)
+        return await workflow.execute_activity(
+            FLOOR_ACTIVITY,
+            command,
+            start_to_close_timeout=timedelta(minutes=1),
+            heartbeat_timeout=timedelta(seconds=10),
+        )
+
+    @workflow.signal(name=FLOOR_SIGNAL)
+    def approve(self) -> None:
+        self._approved = True

@@ -1,0 +1,49 @@
+"""The scripted model every scenario talks to, and the approved tool it asks for.
+
+On a user message the model asks for one `run_shell` call that appends the conversation's tag
+to `ran.log` in the workspace; after the tool result it answers with text. The appended lines
+are the proof of how many times each approved tool really ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from demo_model.server import ScriptedModelServer, text_reply, tool_reply
+
+RAN_LOG = "ran.log"
+
+
+def user_text(tag: str) -> str:
+    return f"bench task {tag}"
+
+
+def tag_of(text: str) -> str:
+    return text.removeprefix("bench task ")
+
+
+def shell_command(tag: str) -> str:
+    return f"echo {tag} >> {RAN_LOG}"
+
+
+def respond(body: dict[str, Any]) -> dict[str, Any]:
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "user":
+        return tool_reply(("call_1", "run_shell", {"command": shell_command(tag_of(str(last["content"])))}))
+    return text_reply(f"done: {str(last.get('content', ''))[:40]}")
+
+
+def start_model() -> ScriptedModelServer:
+    return ScriptedModelServer(respond).start()
+
+
+def requests_per_tag(server: ScriptedModelServer) -> Counter[str]:
+    """How many times the model was asked, per conversation tag (its last user message)."""
+    counts: Counter[str] = Counter()
+    for body in list(server.requests):
+        users = [m for m in body["messages"] if m["role"] == "user"]
+        if users:
+            counts[tag_of(str(users[-1]["content"]))] += 1
+    return counts

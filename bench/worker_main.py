@@ -1,0 +1,47 @@
+"""A worker subprocess for the bench: ours (worker.build_worker) or the floor, with a chosen cache.
+
+Run as `python -m bench.worker_main --kind ours --cache 1000`; settings come from the contract's
+environment variables, like `python worker.py`. It prints "ready" once it polls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+
+from temporalio.worker import Worker
+
+from bench.floor import FloorActivities, FloorWorkflow
+from connection import connect
+from settings import Settings
+from worker import build_worker
+
+
+async def main(kind: str, cache: int) -> None:
+    settings = Settings()
+    client = await connect(settings)
+    if kind == "ours":
+        worker = build_worker(client, settings, max_cached_workflows=cache)
+    else:
+        settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+        floor = FloorActivities(settings.workspace_dir)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=[FloorWorkflow],
+            activities=[floor.run_tool],
+            max_cached_workflows=cache,
+        )
+    async with worker:
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kind", choices=["ours", "floor"], default="ours")
+    parser.add_argument("--cache", type=int, default=1000)
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main(args.kind, args.cache))
