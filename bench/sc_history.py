@@ -1,0 +1,134 @@
+"""Scenario 4: history growth over a long conversation with a tool call in every turn.
+
+Each turn: a user message, the model asks for `run_shell` (asked), a person approves, the tool
+runs, the model answers. Afterwards every run of the chain is read back (following
+continue-as-new links) and each history event is attributed to the turn during which it was
+written: a turn starts at its submit_message signal (turn 1 at the workflow start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+
+from bench import script
+from bench.drive import approve, new_ids, scalar
+from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
+from bench.stats import median
+from workflows.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
+
+PENDING_SQL = (
+    "SELECT request_id FROM ui_pending_approvals WHERE conversation_id = ? AND turn_id = ? AND resolved_at IS NULL"
+)
+DONE_SQL = "SELECT count(*) FROM ui_events WHERE event_key = ?"
+
+
+def tag(cid: str, turn: int) -> str:
+    return f"{cid}.t{turn}"
+
+
+async def _wait(check: Any, what: str, timeout: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        await asyncio.sleep(0.01)
+
+
+async def chain(client: Client, cid: str) -> list[WorkflowHistory]:
+    """Every run of the conversation, oldest first, by following continue-as-new links back."""
+    runs = [await client.get_workflow_handle(cid).fetch_history()]
+    while True:
+        first = runs[0].events[0].workflow_execution_started_event_attributes
+        if not first.continued_execution_run_id:
+            return runs
+        runs.insert(0, await client.get_workflow_handle(cid, run_id=first.continued_execution_run_id).fetch_history())
+
+
+def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, Any]], list[int]]:
+    rows = [{"turn": t, "events": 0, "bytes": 0} for t in range(1, turns + 1)]
+    continued_after: list[int] = []
+    turn = 1
+    for history in runs:
+        for event in history.events:
+            if (
+                event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+                and event.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_SUBMIT_MESSAGE
+            ):
+                turn += 1
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                continued_after.append(turn)
+            row = rows[min(turn, turns) - 1]
+            row["events"] += 1
+            row["bytes"] += event.ByteSize()
+    return rows, continued_after
+
+
+async def run(bench: Bench, turns: int) -> dict[str, Any]:
+    settings = bench.settings("history")
+    bench.start_worker(settings, "ours", DEFAULT_CACHE)
+    cid = new_ids("hist", 1)[0]
+    limit = 500 if turns >= 50 else 150
+    start = ConversationInput(
+        conversation_id=cid,
+        policy=settings.load_policy(),
+        approval_timeout_seconds=settings.approval_timeout,
+        inbox=[script.user_text(tag(cid, 1))],
+        continue_as_new_after_events=limit,
+    )
+    await bench.client.start_workflow(WORKFLOW_TYPE, start, id=cid, task_queue=settings.task_queue)
+    db = settings.approvals_db
+    seconds: list[float] = []
+    for k in range(1, turns + 1):
+        t0 = time.monotonic()
+        if k > 1:
+            await bench.client.get_workflow_handle(cid).signal(
+                SIGNAL_SUBMIT_MESSAGE, MessageInput(text=script.user_text(tag(cid, k)))
+            )
+        request_id = await _wait(lambda k=k: scalar(db, PENDING_SQL, cid, f"turn_{k}"), f"turn {k} approval")
+        await approve(bench.client, settings, request_id)
+        await _wait(lambda k=k: scalar(db, DONE_SQL, f"{cid}:turn_{k}:turn.completed"), f"turn {k} completed")
+        seconds.append(time.monotonic() - t0)
+        if k % 20 == 0:
+            say(f"history: {k}/{turns} turns")
+    runs = await chain(bench.client, cid)
+    bench.stop_workers()
+    rows, continued_after = per_turn(runs, turns)
+    for row, spent in zip(rows, seconds, strict=True):
+        row["seconds"] = round(spent, 3)
+    ran = ran_counts(settings)
+    bench.check(
+        "history: one tool run per turn", turns, sum(1 for k in range(1, turns + 1) if ran.get(tag(cid, k)) == 1)
+    )
+    asked = script.requests_per_tag(bench.model)
+    bench.check("history: model asked twice per turn", turns, sum(asked[tag(cid, k)] == 2 for k in range(1, turns + 1)))
+    decile = max(1, turns // 10)
+    first, last = rows[:decile], rows[-decile:]
+    summary = {
+        "turns": turns,
+        "continue_as_new_after_events": limit,
+        "continued_as_new_after_turns": continued_after,
+        "runs": len(runs),
+        "largest_run_events": max(len(h.events) for h in runs),
+        "largest_run_kib": round(max(sum(e.ByteSize() for e in h.events) for h in runs) / 1024, 1),
+        "events_per_turn_first_decile": median([r["events"] for r in first]),
+        "events_per_turn_last_decile": median([r["events"] for r in last]),
+        "kib_per_turn_first_decile": round(median([r["bytes"] for r in first]) / 1024, 1),
+        "kib_per_turn_last_decile": round(median([r["bytes"] for r in last]) / 1024, 1),
+        "seconds_per_turn_first_decile": round(median([r["seconds"] for r in first]), 3),
+        "seconds_per_turn_last_decile": round(median([r["seconds"] for r in last]), 3),
+        "per_turn": rows,
+    }
+    say(
+        f"history: events/turn {summary['events_per_turn_first_decile']} -> {summary['events_per_turn_last_decile']},"
+        f" KiB/turn {summary['kib_per_turn_first_decile']} -> {summary['kib_per_turn_last_decile']},"
+        f" continue-as-new after turns {continued_after}"
+    )
+    return summary
