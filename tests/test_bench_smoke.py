@@ -1,0 +1,34 @@
+"""The bench harness still proves what it claims: a five-conversation recovery run, counts only.
+
+No timing is asserted here; `make bench` reports the figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("psutil", reason="the bench extra is not installed")
+
+from bench import sc_parked, sc_recovery
+from bench.devserver import BenchServer
+from bench.harness import Bench
+from bench.script import start_model
+
+
+async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sc_parked, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)
+    server = BenchServer(tmp_path / "temporal.log").start()
+    model = start_model()
+    bench = Bench(root=tmp_path, server=server, client=await server.client(), model=model)
+    try:
+        result = await sc_recovery.run(bench, 5)
+    finally:
+        bench.stop_workers()
+        model.stop()
+        server.stop()
+    assert [(c.name, c.expected, c.actual) for c in bench.checks if not c.ok] == []
+    assert len(bench.checks) == 4
+    assert (result["tools_run"], result["model_requests"]) == (5, 10)
