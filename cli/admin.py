@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from cli.errors import EXIT_OK, CliError
+from cli.output import print_json
 from cli.temporal import Session
 
 
@@ -24,8 +26,12 @@ async def rebuild_projection(args: argparse.Namespace, session: Session) -> int:
     except ImportError as err:
         raise CliError(f"rebuilding the projection is not available (projection/rebuild.py: {err})") from None
     client = await session.client()
-    result = await rebuild(client, session.settings)
+    report = await rebuild(client, session.settings)
+    summary = dataclasses.asdict(report) if dataclasses.is_dataclass(report) else {"report": report}
+    if args.json:
+        print_json(summary)
+        return EXIT_OK
     print(f"Rebuilt the projection at {session.settings.approvals_db} from Temporal's history.")
-    if result is not None:
-        print(result)
+    for key, value in summary.items():
+        print(f"  {key.replace('_', ' ')}: {value}")
     return EXIT_OK

@@ -53,5 +53,6 @@ def build_parser() -> OneLineParser:
     watch.add_argument("--follow", action="store_true", help="keep following until Ctrl-C")
 
     verbs.add_parser("ui", help="serve the approvals UI")
-    verbs.add_parser("rebuild-projection", help="rebuild the SQLite projection from Temporal's history")
+    rebuild = verbs.add_parser("rebuild-projection", help="rebuild the SQLite projection from Temporal's history")
+    rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return parser

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def test_start_approve_and_the_approved_write_happens(stack: Stack) -> None:
     assert stack.pending(conversation_id) == []
     listed = stack.cli_ok("conversations").stdout
     assert conversation_id in listed and "idle" in listed
+    rebuilt = json.loads(stack.cli_ok("rebuild-projection", "--json").stdout)
+    assert (rebuilt["conversations"], rebuilt["pending_restored"]) == (1, 0)
 
 
 def test_always_allow_frees_the_sibling_and_a_denial_reaches_the_model(stack: Stack) -> None:
