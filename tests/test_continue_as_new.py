@@ -25,6 +25,7 @@ from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    SIGNAL_APPROVAL_DECISION,
     UPDATE_DECIDE,
     WORKFLOW_TYPE,
     ConversationInput,
@@ -111,6 +112,9 @@ async def test_two_hundred_turns_across_many_runs_lose_nothing(
                         await handle.execute_update(UPDATE_DECIDE, DecisionInput(request_id=rid, decision=decision))
                     else:
                         await send_decision(client, settings, DecisionInput(request_id=rid, decision=decision))
+                    # A late contrary decision, often landing as the turn ends and the run switches: ignored.
+                    contrary: Decision = "deny" if decision != "deny" else "allow"
+                    await handle.signal(SIGNAL_APPROVAL_DECISION, DecisionInput(request_id=rid, decision=contrary))
                 await asyncio.sleep(0.02)
 
         await asyncio.wait_for(asyncio.gather(pump(), decider()), timeout=240)
