@@ -27,7 +27,7 @@ def _read_approval(session: Session, request_id: str) -> dict[str, Any] | None:
         return get_approval(conn, request_id)
 
 
-async def pending(args: argparse.Namespace, session: Session) -> int:
+def pending(args: argparse.Namespace, session: Session) -> int:
     from projection.reader import list_approvals, reading
 
     with reading(session.settings.approvals_db) as conn:
@@ -69,13 +69,20 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
     return None
 
 
-async def decide(args: argparse.Namespace, session: Session) -> int:
-    decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
+def decide(args: argparse.Namespace, session: Session) -> int:
+    """Synchronous up to the refusal check, so a refused decision costs no event loop and no client."""
     row = _read_approval(session, args.request_id)
     why = _refusal(row, args.request_id, args.conversation)
     if why is not None:
         raise refused(why)
     assert row is not None
+    import asyncio
+
+    return asyncio.run(_send(args, session, row))
+
+
+async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any]) -> int:
+    decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
 
     from control import send_decision
     from projection.claims import DecisionRefused

@@ -42,7 +42,7 @@ async def send(args: argparse.Namespace, session: Session) -> int:
     return EXIT_OK
 
 
-async def conversations(args: argparse.Namespace, session: Session) -> int:
+def conversations(args: argparse.Namespace, session: Session) -> int:
     from projection.reader import list_conversations, reading
 
     with reading(session.settings.approvals_db) as conn:

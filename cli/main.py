@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from cli import admin, approvals, conversations, watch
 from cli.errors import EXIT_USAGE, CliError
 from cli.parser import build_parser
 from cli.temporal import Session
@@ -17,17 +15,18 @@ from cli.temporal import Session
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-COMMANDS: dict[str, Callable[..., Any]] = {
-    "start": conversations.start,
-    "send": conversations.send,
-    "show": conversations.show,
-    "conversations": conversations.conversations,
-    "pending": approvals.pending,
-    "approve": approvals.decide,
-    "deny": approvals.decide,
-    "watch": watch.watch,
-    "ui": admin.ui,
-    "rebuild-projection": admin.rebuild_projection,
+# Imported on use: `pending` should not pay for the Temporal client it never touches.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "start": ("cli.conversations", "start"),
+    "send": ("cli.conversations", "send"),
+    "show": ("cli.conversations", "show"),
+    "conversations": ("cli.conversations", "conversations"),
+    "pending": ("cli.approvals", "pending"),
+    "approve": ("cli.approvals", "decide"),
+    "deny": ("cli.approvals", "decide"),
+    "watch": ("cli.watch", "watch"),
+    "ui": ("cli.admin", "ui"),
+    "rebuild-projection": ("cli.admin", "rebuild_projection"),
 }
 
 
@@ -41,8 +40,11 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
             session = Session(Settings(), client)
         except (ConfigError, ValueError) as err:
             raise CliError(f"bad setting: {err}", EXIT_USAGE) from None
-        command = COMMANDS[args.command]
+        module, name = COMMANDS[args.command]
+        command = getattr(importlib.import_module(module), name)
         if inspect.iscoroutinefunction(command):
+            import asyncio
+
             return int(asyncio.run(command(args, session)))
         return int(command(args, session))
     except CliError as err:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -25,6 +24,8 @@ class Session:
 
     async def client(self) -> Client:
         if self._client is None:
+            import asyncio
+
             from connection import connect
 
             where = f"{self.settings.temporal_address} (namespace {self.settings.namespace})"
