@@ -6,12 +6,28 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from workflows.models import PolicyRules
-from workflows.policy import DEFAULT_RULES, InvalidRule, validate_rules
+if TYPE_CHECKING:
+    from workflows.models import PolicyRules
 
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
 DEMO_MODEL_NAME = "scripted-demo"
+OPENAI_URL = "https://api.openai.com/v1"
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def _model_url() -> str:
+    """An API key alone means OpenAI itself; nothing at all means the local demo model."""
+    if os.environ.get("OPENAI_BASE_URL"):
+        return os.environ["OPENAI_BASE_URL"]
+    return OPENAI_URL if os.environ.get("OPENAI_API_KEY") else DEMO_MODEL_URL
+
+
+def _model_name() -> str:
+    if os.environ.get("LLM_MODEL"):
+        return os.environ["LLM_MODEL"]
+    return DEMO_MODEL_NAME if _model_url() == DEMO_MODEL_URL else OPENAI_DEFAULT_MODEL
 
 
 class ConfigError(ValueError):
@@ -38,9 +54,9 @@ class Settings:
     task_queue: str = field(default_factory=lambda: os.environ.get("TASK_QUEUE", "durable-approvals"))
     approvals_db: Path = field(default_factory=lambda: Path(os.environ.get("APPROVALS_DB", "data/approvals.db")))
     workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
-    openai_base_url: str = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or DEMO_MODEL_URL)
+    openai_base_url: str = field(default_factory=_model_url)
     openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
-    llm_model: str = field(default_factory=lambda: os.environ.get("LLM_MODEL") or DEMO_MODEL_NAME)
+    llm_model: str = field(default_factory=_model_name)
     approval_timeout: float = field(default_factory=lambda: _float_env("APPROVAL_TIMEOUT", 604800.0))
     policy_file: str | None = field(default_factory=lambda: os.environ.get("POLICY_FILE") or None)
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
@@ -50,6 +66,10 @@ class Settings:
 
     def load_policy(self) -> PolicyRules:
         """Read POLICY_FILE once; its rules travel in the workflow input so replays agree."""
+        # Imported here: pydantic models cost every short CLI command a quarter second at start.
+        from workflows.models import PolicyRules
+        from workflows.policy import DEFAULT_RULES, InvalidRule, validate_rules
+
         if self.policy_file is None:
             return DEFAULT_RULES
         path = Path(self.policy_file)

@@ -14,9 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from settings import OPENAI_DEFAULT_MODEL, OPENAI_URL
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-OPENAI_URL = "https://api.openai.com/v1"
-OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
 SEARCH_ATTRIBUTES = ("TurnStatus=Keyword", "PendingApprovals=Int")
 
 

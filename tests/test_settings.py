@@ -1,0 +1,36 @@
+"""Settings from the environment: the demo model by default, a real model one variable away."""
+
+from __future__ import annotations
+
+import pytest
+
+from settings import DEMO_MODEL_NAME, DEMO_MODEL_URL, OPENAI_URL, ConfigError, Settings
+
+
+def test_no_model_variables_means_the_demo_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings()
+    assert (settings.openai_base_url, settings.llm_model) == (DEMO_MODEL_URL, DEMO_MODEL_NAME)
+
+
+def test_an_api_key_alone_means_openai(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("LLM_MODEL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = Settings()
+    assert settings.openai_base_url == OPENAI_URL and settings.llm_model == "gpt-4o-mini"
+
+
+def test_a_base_url_and_model_are_taken_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    monkeypatch.setenv("LLM_MODEL", "qwen2.5")
+    settings = Settings()
+    assert (settings.openai_base_url, settings.llm_model) == ("http://localhost:11434/v1", "qwen2.5")
+
+
+@pytest.mark.parametrize("raw", ["soon", "0", "-5"])
+def test_a_bad_approval_timeout_names_the_variable(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("APPROVAL_TIMEOUT", raw)
+    with pytest.raises(ConfigError, match="APPROVAL_TIMEOUT"):
+        Settings()
