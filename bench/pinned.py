@@ -82,12 +82,19 @@ async def main(model_url: str) -> None:
             for _ in range(count):
                 agent = PinnedAgent(client, f"pinned-{len(agents):05d}")
                 agents.append(agent)
-                tasks.append(asyncio.create_task(agent.run(gate, parked)))
-            for _ in range(count):
-                await parked.get()
-            print(f"parked {count}", flush=True)
+                tasks.append(asyncio.create_task(_guarded(agent, gate, parked)))
+            failures = [tag for tag in [await parked.get() for _ in range(count)] if tag.startswith("error")]
+            print(f"parked {count}" if not failures else f"{failures[0]} ({len(failures)} failed)", flush=True)
         elif line == "count":
             print(f"holding {sum(1 for a in agents if a.pending is not None and not a.decided.is_set())}", flush=True)
+
+
+async def _guarded(agent: PinnedAgent, gate: asyncio.Semaphore, parked: asyncio.Queue[str]) -> None:
+    """A failed agent reports itself, so the bench never waits for one that will not park."""
+    try:
+        await agent.run(gate, parked)
+    except Exception as err:
+        await parked.put(f"error {agent.conversation_id}: {type(err).__name__}: {err}")
 
 
 if __name__ == "__main__":

@@ -145,7 +145,11 @@ async def _pinned(bench: Bench, count: int) -> dict[str, Any]:
     pinned = PinnedProcess(bench.model.base_url)
     idle = await sample_rss(pinned.proc.pid)
     t0 = time.monotonic()
-    await asyncio.to_thread(pinned.ask, f"park {count}", "parked")
+    try:
+        await asyncio.wait_for(asyncio.to_thread(pinned.ask, f"park {count}", "parked"), timeout=600)
+    except BaseException:
+        pinned.kill()  # also ends the readline the thread is blocked in
+        raise
     park_seconds = time.monotonic() - t0
     held = await sample_rss(pinned.proc.pid)
     say(f"parked (pinned): {count} waiting after {park_seconds:.1f}s, RSS {mib(held)} MiB")
