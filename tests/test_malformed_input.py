@@ -22,6 +22,7 @@ from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_INVALID_DECISION,
     ERROR_UNKNOWN_APPROVAL,
     SIGNAL_APPROVAL_DECISION,
     SIGNAL_SET_AUTO_APPROVE,
@@ -60,6 +61,7 @@ async def test_bad_signals_and_updates_leave_the_workflow_working(
         for payload in [{"text": None}, {}, 42, {"words": "hi"}]:
             await handle.signal(SIGNAL_SUBMIT_MESSAGE, payload)
         await handle.signal(SIGNAL_SET_AUTO_APPROVE, {"enabled": {"x": 1}})
+        await handle.signal(SIGNAL_SET_AUTO_APPROVE, {"enabled": "yes"})
         # Well-formed but refused: another conversation's request, an unknown one.
         await handle.signal(SIGNAL_APPROVAL_DECISION, {"request_id": "perm_conv-other_call_1", "decision": "allow"})
         await handle.signal(SIGNAL_APPROVAL_DECISION, {"request_id": f"perm_{cid}_nope", "decision": "allow"})
@@ -69,6 +71,10 @@ async def test_bad_signals_and_updates_leave_the_workflow_working(
                 await handle.execute_update(UPDATE_DECIDE, payload)
         with pytest.raises(WorkflowUpdateFailedError):
             await handle.execute_update(UPDATE_DECIDE)
+        with pytest.raises(WorkflowUpdateFailedError) as null_payload:
+            await handle.execute_update(UPDATE_DECIDE, None)
+        assert isinstance(null_payload.value.cause, ApplicationError)
+        assert null_payload.value.cause.type == ERROR_INVALID_DECISION
         for other, error_type in [("perm_conv-other_call_1", ERROR_UNKNOWN_APPROVAL), (f"perm_{cid}_x", None)]:
             with pytest.raises(WorkflowUpdateFailedError) as refused:
                 await handle.execute_update(UPDATE_DECIDE, {"request_id": other, "decision": "allow"})

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook
     from workflows.models import (
+        ERROR_INVALID_DECISION,
         QUERY_GET_STATE,
         SIGNAL_APPROVAL_DECISION,
         SIGNAL_CLOSE,
@@ -193,6 +194,10 @@ class ConversationWorkflow:
 
     @decide.validator
     def _validate_decide(self, decision: DecisionInput) -> None:
+        if not isinstance(decision, DecisionInput):
+            raise ApplicationError(
+                "decide takes {request_id, decision, reason?, decided_by?}", type=ERROR_INVALID_DECISION
+            )
         refusal = self._book.refusal(decision.request_id)
         if refusal is not None:
             error_type, message = refusal

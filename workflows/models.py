@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 WORKFLOW_TYPE = "ConversationWorkflow"
 SIGNAL_SUBMIT_MESSAGE = "submit_message"
@@ -21,6 +21,7 @@ QUERY_GET_STATE = "get_state"
 
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
 ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
+ERROR_INVALID_DECISION = "InvalidDecision"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow"]
@@ -90,18 +91,24 @@ class ConversationInput(BaseModel):
     continue_as_new_after_events: int | None = None
 
 
-class MessageInput(BaseModel):
+class _StrictInput(BaseModel):
+    """Signal and update payloads come from outside: no coercion ("yes" is not a boolean)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class MessageInput(_StrictInput):
     text: str
 
 
-class DecisionInput(BaseModel):
+class DecisionInput(_StrictInput):
     request_id: str
     decision: Decision
     reason: str | None = None
     decided_by: str | None = None
 
 
-class AutoApproveInput(BaseModel):
+class AutoApproveInput(_StrictInput):
     enabled: bool
 
 
