@@ -170,6 +170,14 @@ async def test_deny_with_a_reason_shows_the_denial_and_a_message_starts_the_next
     await page.click("#message-form button[type=submit]")
     await expect(page.locator(".message-user .message-text").last).to_have_text("try again on Monday")
     await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-awaiting_approval\b"))
+
+    # "Always allow for this conversation" runs it, and the conversation remembers the tool.
+    again = page.locator(f'#conversation-approvals [data-request-id="perm_{cid}_call_1_2"]')
+    await again.locator(".button-always").click()
+    await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-idle\b"))
+    await expect(page.locator("#decided-cards")).to_contain_text("Always allowed by dana")
+    await expect(page.locator(".message-tool .tool-result").last).to_contain_text("exit code")
+    assert (await client.get_workflow_handle(cid).query("get_state"))["always_allow"] == ["run_shell"]
     assert inbox.problems == []
 
 
