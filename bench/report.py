@@ -35,7 +35,13 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None) -> list[str]:
     if peer:
         r = peer["resume_to_tool_result_stored"]
         rows.append(["LangGraph interrupt() + SqliteSaver, in process", r["p50_ms"], r["p90_ms"], r["p99_ms"], r["n"]])
-    return out + _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
+    out += _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
+    blocks = ", ".join(f"{r}x" for r in s["p50_ratio_per_block"])
+    out.append(
+        f"The p50 ratio in {len(s['p50_ratio_per_block'])} consecutive blocks of the run: {blocks}"
+        f" (median {s['p50_ratio_median_of_blocks']}x). LangGraph runs in the bench process, with no server hop."
+    )
+    return [*out, ""]
 
 
 def _parked(s: dict[str, Any]) -> list[str]:

@@ -16,8 +16,10 @@ from bench import script
 from bench.drive import activity_completed_at, approve, new_ids, pending_requests, scalar, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
-from bench.stats import summary_ms
+from bench.stats import median, percentile, summary_ms
 from workflows.activity_calls import EXECUTE_TOOL
+
+BLOCKS = 4
 
 
 async def run(bench: Bench, count: int) -> dict[str, Any]:
@@ -53,8 +55,26 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     bench.check("latency: approved tools ran once each", 2 * count, sum(1 for n in ran.values() if n == 1))
     ours_summary, floor_summary = summary_ms(ours), summary_ms(floor)
     ratio = {k: round(ours_summary[k] / floor_summary[k], 2) for k in ("p50_ms", "p90_ms", "p99_ms")}
+    blocks = block_ratios(ours, floor)
     say(f"latency: ours p50 {ours_summary['p50_ms']} ms, floor p50 {floor_summary['p50_ms']} ms, ratio {ratio}")
-    return {"ours": ours_summary, "floor": floor_summary, "ratio": ratio, "approvals": count}
+    return {
+        "ours": ours_summary,
+        "floor": floor_summary,
+        "ratio": ratio,
+        "p50_ratio_per_block": blocks,
+        "p50_ratio_median_of_blocks": round(median(blocks), 2),
+        "approvals": count,
+    }
+
+
+def block_ratios(ours: list[float], floor: list[float], blocks: int = BLOCKS) -> list[float]:
+    """The p50 ratio within consecutive blocks of approvals: how much the ratio moves with the noise."""
+    size = max(1, len(ours) // blocks)
+    return [
+        round(percentile(ours[i : i + size], 50) / percentile(floor[i : i + size], 50), 2)
+        for i in range(0, size * blocks, size)
+        if ours[i : i + size]
+    ]
 
 
 async def _latencies(bench: Bench, ids: list[str], sent: dict[str, float], activity: str) -> list[float]:
