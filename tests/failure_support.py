@@ -106,6 +106,20 @@ def assert_projection_matches(db: Path, state: ConversationState) -> None:
     )
 
 
+async def projection_catches_up(client: Client, db: Path, conversation_id: str) -> ConversationState:
+    """The projection lags history by one activity at most: wait until it shows what the query shows."""
+
+    async def check() -> ConversationState:
+        try:
+            state = await get_state(client, conversation_id)
+        except RPCError as err:  # a worker still reconnecting after an outage answers late
+            raise AssertionError(f"get_state: {err}") from err
+        assert_projection_matches(db, state)
+        return state
+
+    return await eventually(check)
+
+
 async def replay_recorded(client: Client, conversation_ids: list[str], label: str) -> int:
     """Save and replay every run of the given conversations; returns how many runs replayed."""
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from projection.rebuild import rebuild_projection
 from projection.writes import write_approval_requested, write_approval_resolved, write_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.failure_support import assert_projection_matches, by_marker
+from tests.failure_support import by_marker, projection_catches_up
 from tests.helpers import approval_row, pending_rows, rows, wait_pending, wait_status
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
@@ -87,7 +87,7 @@ async def test_rebuild_restores_lost_and_stale_projection(
         assert "2 pending approval(s) restored" in report.summary()
         states = {m: await get_state(client, ids[m]) for m in (TWO, ONE, IDLE)}
         for state in states.values():
-            assert_projection_matches(db, state)
+            await projection_catches_up(client, db, state.conversation_id)
         assert rows(db, "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?", ids[ENDED]) == [
             {"turn_status": "closed"}
         ]
@@ -108,7 +108,7 @@ async def test_rebuild_restores_lost_and_stale_projection(
         assert stale.stale_resolved == 1
         assert approval_row(db, one["request_id"])["decision"] == "deny"
         for state in states.values():
-            assert_projection_matches(db, state)
+            await projection_catches_up(client, db, state.conversation_id)
 
         # The rebuilt rows are live: deciding them from the projection completes the turn.
         for row in pending_rows(db, ids[TWO]):

@@ -8,10 +8,10 @@ from pathlib import Path
 from control import send_decision, start_conversation
 from settings import Settings
 from tests.failure_support import (
-    assert_projection_matches,
     assistant_count,
     by_marker,
     lines,
+    projection_catches_up,
     replay_recorded,
     wait_turn,
     worker_process,
@@ -55,7 +55,7 @@ async def test_pending_approvals_survive_a_server_kill(
             for m in (X, Y):
                 after = await wait_turn(client, ids[m], "awaiting_approval")
                 assert after.pending_approvals == before[m].pending_approvals
-                assert_projection_matches(db, after)
+                await projection_catches_up(client, db, ids[m])
                 attributes = (await client.get_workflow_handle(ids[m]).describe()).typed_search_attributes
                 assert attributes.get(TURN_STATUS_KEY) == "awaiting_approval"
                 assert attributes.get(PENDING_APPROVALS_KEY) == len(after.pending_approvals)
@@ -69,12 +69,13 @@ async def test_pending_approvals_survive_a_server_kill(
                 await send_decision(client, settings, decision)
             states = {m: await wait_turn(client, ids[m], "idle") for m in (X, Y)}
             assert worker.proc is not None and worker.proc.poll() is None, "the worker outlived the outage"
+            for m in (X, Y):
+                await projection_catches_up(client, db, ids[m])
 
         assert lines(settings.workspace_dir / "x.log") == ["x1"]
         assert (settings.workspace_dir / "y.txt").read_text() == "y"
         assert any("denied" in text for text in tool_messages(states[X]))
         for m in (X, Y):
-            assert_projection_matches(db, states[m])
             assert model.assistant_messages_requested_for(m) == assistant_count(states[m])
         assert await replay_recorded(client, list(ids.values()), "server-restart") == 2
     finally:
