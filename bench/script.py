@@ -35,18 +35,9 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
     return text_reply(f"done: {str(last.get('content', ''))[:40]}")
 
 
-LISTEN_BACKLOG = 128
-
-
 def start_model() -> ScriptedModelServer:
-    """The scripted server, listening with a deeper accept queue than the stdlib's 5.
-
-    With 5, a burst of 50 concurrent callers gets connection errors (and Temporal retries the
-    model activity a second later), which would measure the test double instead of the design.
-    """
-    server = ScriptedModelServer(respond)
-    server._httpd.socket.listen(LISTEN_BACKLOG)
-    return server.start()
+    """The scripted server (its accept queue takes bursts of concurrent model calls)."""
+    return ScriptedModelServer(respond).start()
 
 
 def requests_per_tag(server: ScriptedModelServer) -> Counter[str]:

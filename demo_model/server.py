@@ -18,6 +18,13 @@ from typing import Any
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class _HttpServer(ThreadingHTTPServer):
+    # The stdlib's accept queue of 5 refuses bursts of concurrent model calls (a retried activity
+    # a second later each time), which would measure the stand-in instead of the system.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class ScriptedHttpError(Exception):
     """Raised by a responder to answer with an OpenAI-style error status (401, 400, 429, 500...)."""
 
@@ -112,7 +119,7 @@ class ScriptedModelServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._httpd = _HttpServer((self.host, self.port), Handler)
         self.port = self._httpd.server_address[1]
 
     @property

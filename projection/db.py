@@ -71,8 +71,9 @@ def connect_writer(path: Path, schema: str = SCHEMA) -> sqlite3.Connection:
 
 
 def connect_reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection; creates the schema first so a fresh install reads as empty."""
-    connect_writer(path).close()
+    """A read-only connection; a missing file is created with the schema, so a fresh install reads as empty."""
+    if not path.exists():
+        connect_writer(path).close()
     conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout=30000")
     conn.row_factory = sqlite3.Row

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("psutil", reason="the bench extra is not installed")
-
 from bench import sc_parked, sc_recovery
 from bench.devserver import BenchServer
 from bench.harness import Bench
