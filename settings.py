@@ -41,7 +41,7 @@ def _float_env(name: str, default: float) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {raw!r}")
     return value
@@ -62,6 +62,7 @@ class Settings:
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
+    workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
 
     def load_policy(self) -> PolicyRules:

@@ -29,6 +29,9 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
     tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection)
     writes = ProjectionActivities(projection)
+    # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
+    # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
+    worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
     return Worker(
         client,
         task_queue=settings.task_queue,

@@ -34,3 +34,11 @@ def test_a_bad_approval_timeout_names_the_variable(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("APPROVAL_TIMEOUT", raw)
     with pytest.raises(ConfigError, match="APPROVAL_TIMEOUT"):
         Settings()
+
+
+def test_workflow_cache_size_is_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKFLOW_CACHE_SIZE", "10")
+    assert Settings().workflow_cache_size == 10
+    monkeypatch.setenv("WORKFLOW_CACHE_SIZE", "lots")
+    with pytest.raises(ConfigError, match="WORKFLOW_CACHE_SIZE"):
+        Settings()
