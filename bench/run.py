@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report, sc_history, sc_inbox, sc_langgraph, sc_latency, sc_parked, sc_recovery
-from bench.devserver import BenchServer
+from bench.devserver import bench_server
 from bench.harness import Bench, say
 from bench.machine import describe_machine
 from bench.script import start_model
@@ -76,7 +76,7 @@ SCENARIOS: dict[str, Scenario] = {
 
 async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = False) -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-"))
-    server = BenchServer(root / "temporal.log", root / "temporal.db" if server_db else None).start()
+    server = bench_server(root / "temporal.log", root / "temporal.db" if server_db else None).start()
     model = start_model()
     started = time.monotonic()
     results: dict[str, Any] = {
@@ -109,6 +109,7 @@ async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = F
         server.stop()
     results["duration_seconds"] = round(time.monotonic() - started, 1)
     results["checks"] = [{"name": c.name, "expected": c.expected, "actual": c.actual, "ok": c.ok} for c in bench.checks]
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     (out_dir / "results.md").write_text(report.render(results))
     say(f"wrote {out_dir / 'results.json'} and {out_dir / 'results.md'}")

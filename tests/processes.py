@@ -61,9 +61,10 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
 
 @dataclass
 class DevServer:
-    """`temporal server start-dev` on a SQLite file, so a kill and restart keeps the history."""
+    """`temporal server start-dev` on a SQLite file, so a kill and restart keeps the history
+    (with no file, in memory: the fastest store, for runs that never restart the server)."""
 
-    db_file: Path
+    db_file: Path | None
     log_file: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
@@ -77,8 +78,7 @@ class DevServer:
             binary("temporal"),
             "server",
             "start-dev",
-            "--db-filename",
-            str(self.db_file),
+            *(["--db-filename", str(self.db_file)] if self.db_file is not None else []),
             "--ip",
             "127.0.0.1",
             "--port",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import sc_parked, sc_recovery
-from bench.devserver import BenchServer
+from bench.devserver import bench_server
 from bench.harness import Bench
 from bench.script import start_model
 
@@ -18,7 +18,7 @@ from bench.script import start_model
 async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sc_parked, "SETTLE_SECONDS", 0.0)
     monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)
-    server = BenchServer(tmp_path / "temporal.log").start()
+    server = bench_server(tmp_path / "temporal.log").start()
     model = start_model()
     bench = Bench(root=tmp_path, server=server, client=await server.client(), model=model)
     try:
