@@ -65,15 +65,26 @@ def connect_writer(path: Path, schema: str = SCHEMA) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA busy_timeout=30000")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.executescript(schema)
+    # One transaction: a reader never sees half a schema.
+    conn.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
     conn.row_factory = sqlite3.Row
     return conn
 
 
 def connect_reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection; a missing file is created with the schema, so a fresh install reads as empty."""
+    """A read-only connection. A file without the schema (missing, or just being created by a
+    worker) gets it first, so a fresh install reads as empty rather than failing."""
     if not path.exists():
         connect_writer(path).close()
+    conn = _open_read_only(path)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'ui_pending_approvals'").fetchone() is None:
+        conn.close()
+        connect_writer(path).close()
+        conn = _open_read_only(path)
+    return conn
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout=30000")
     conn.row_factory = sqlite3.Row

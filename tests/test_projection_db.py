@@ -1,0 +1,31 @@
+"""The projection file: readers on a fresh or half-created file see an empty schema, not an error."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from projection.db import connect_reader, connect_writer
+from projection.reader import list_approvals, list_conversations
+
+
+def test_reader_on_a_missing_file_reads_empty(tmp_path: Path) -> None:
+    conn = connect_reader(tmp_path / "fresh" / "approvals.db")
+    assert list_conversations(conn) == [] and list_approvals(conn) == []
+
+
+def test_reader_on_a_file_without_the_schema_adds_it(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.db"
+    sqlite3.connect(path).close()  # what a writer leaves between creating the file and its schema
+    conn = connect_reader(path)
+    assert list_approvals(conn, "all") == []
+
+
+def test_reader_cannot_write(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.db"
+    connect_writer(path).close()
+    conn = connect_reader(path)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("DELETE FROM ui_conversations")
