@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import timedelta
 
@@ -9,7 +10,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
-from projection.claims import claim_decision, release_claim
+from projection.claims import DecisionRefused, claim_decision, release_claim
 from settings import Settings
 from workflows.models import (
     QUERY_GET_STATE,
@@ -58,7 +59,16 @@ async def send_message(client: Client, conversation_id: str, text: str) -> None:
 
 async def send_decision(client: Client, settings: Settings, decision: DecisionInput) -> str:
     """Claim the request (first wins), then signal it: a signal is kept even with no worker up."""
-    claimed = claim_decision(settings.approvals_db, decision)
+    try:
+        claimed = claim_decision(settings.approvals_db, decision)
+    except DecisionRefused as refused:
+        if refused.earlier is not None:
+            # The first decider may have died between its claim and its signal: deliver the first
+            # decision again so it is never lost (a second copy changes nothing in the workflow).
+            with contextlib.suppress(RPCError):
+                earlier_handle = client.get_workflow_handle(refused.earlier.conversation_id)
+                await earlier_handle.signal(SIGNAL_APPROVAL_DECISION, refused.earlier.decision)
+        raise
     handle: WorkflowHandle = client.get_workflow_handle(claimed.conversation_id)
     try:
         await handle.signal(SIGNAL_APPROVAL_DECISION, decision)

@@ -64,8 +64,7 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
         return f"{request_id} belongs to conversation {row['conversation_id']}, not {conversation_id}"
     if row["decision"] is not None:
         return f"{request_id} was already resolved: {row['decision']} by {row['decided_by']}"
-    if row["claimed_decision"] is not None:
-        return f"{request_id} was already decided: {row['claimed_decision']} by {row['claimed_by']}"
+    # A claimed but unrecorded decision is refused by send_decision, which also re-delivers it.
     return None
 
 

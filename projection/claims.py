@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from projection.db import connect_writer
 from projection.writes import now_iso
 from workflows.models import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL, DecisionInput
 
+STALE_CLAIM_SECONDS = 10.0
+
 
 class DecisionRefused(Exception):
     """A decision that must not be sent; error_type is the contract's ApplicationError type."""
 
-    def __init__(self, error_type: str, message: str) -> None:
+    def __init__(self, error_type: str, message: str, earlier: ClaimedDecision | None = None) -> None:
         super().__init__(message)
         self.error_type = error_type
+        # An earlier claim the workflow has not recorded yet: its sender may have died before
+        # signalling, so whoever is refused sends it again (the workflow applies only the first).
+        self.earlier = earlier
 
 
 @dataclass(frozen=True)
@@ -63,17 +69,31 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
             )
         except sqlite3.IntegrityError:
             earlier = conn.execute(
-                "SELECT decision, decided_by FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)
+                "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
+                (decision.request_id,),
             ).fetchone()
             conn.execute("ROLLBACK")
+            first = DecisionInput(
+                request_id=decision.request_id,
+                decision=earlier["decision"],
+                reason=earlier["reason"],
+                decided_by=earlier["decided_by"],
+            )
             raise DecisionRefused(
                 ERROR_ALREADY_RESOLVED,
                 f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
+                ClaimedDecision(str(row["conversation_id"]), first) if _stale(earlier["claimed_at"]) else None,
             ) from None
         conn.execute("COMMIT")
         return ClaimedDecision(str(row["conversation_id"]), decision)
     finally:
         conn.close()
+
+
+def _stale(claimed_at: str) -> bool:
+    """A claim still unrecorded this long after it was made has likely lost its signal."""
+    age = datetime.now(UTC) - datetime.fromisoformat(claimed_at)
+    return age.total_seconds() > STALE_CLAIM_SECONDS
 
 
 def release_claim(db_path: Path, request_id: str) -> None:

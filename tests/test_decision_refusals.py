@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from control import get_state, send_decision, start_conversation
-from projection.claims import DecisionRefused
+from projection.claims import DecisionRefused, claim_decision
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending, wait_status
+from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import UPDATE_DECIDE, DecisionInput, DecisionResult
@@ -76,3 +79,28 @@ async def test_update_refuses_unknown_foreign_and_second_decisions(
     assert (settings.workspace_dir / "f.txt").read_text() == "x"
     assert approval_row(settings.approvals_db, row["request_id"])["decided_by"] == "tester"
     assert approval_row(settings.approvals_db, other_row["request_id"])["decision"] == "deny"
+
+
+async def test_a_claim_whose_sender_died_before_signalling_is_delivered_by_the_next_decider(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "g.txt", "content": "x"}))
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "write g.txt"))
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        # The first decider claims the request and dies before its signal leaves.
+        first = DecisionInput(request_id=row["request_id"], decision="deny", reason="too late", decided_by="gone")
+        claim_decision(settings.approvals_db, first)
+        with sqlite3.connect(settings.approvals_db) as db:
+            db.execute(
+                "UPDATE ui_decision_claims SET claimed_at = ?",
+                ((datetime.now(UTC) - timedelta(minutes=5)).isoformat(),),
+            )
+        with pytest.raises(DecisionRefused, match="already decided: deny by gone"):
+            await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
+        state = await wait_status(client, cid, "idle")
+
+    assert not (settings.workspace_dir / "g.txt").exists(), "the first decision, not the second, was applied"
+    assert "too late" in tool_messages(state)[0]
+    resolved = approval_row(settings.approvals_db, row["request_id"])
+    assert (resolved["decision"], resolved["decided_by"]) == ("deny", "gone")
