@@ -88,6 +88,11 @@ def get_approval(conn: sqlite3.Connection, request_id: str) -> dict[str, Any] | 
     return _approval(row) if row is not None else None
 
 
+def latest_event_id(conn: sqlite3.Connection) -> int:
+    """The newest event's position (0 for an empty log): where a fresh stream starts."""
+    return int(conn.execute("SELECT COALESCE(MAX(event_id), 0) FROM ui_events").fetchone()[0])
+
+
 def events_after(
     conn: sqlite3.Connection, after_event_id: int = 0, conversation_id: str | None = None, limit: int = 500
 ) -> list[dict[str, Any]]:

@@ -22,8 +22,7 @@ READER_FILTERS: dict[str, reader.ApprovalFilter] = {
 def latest_event_id(db_path: Path) -> int:
     """Where a fresh event stream starts: after everything already written."""
     with reader.reading(db_path) as conn:
-        row = conn.execute("SELECT COALESCE(MAX(event_id), 0) FROM ui_events").fetchone()
-        return int(row[0])
+        return reader.latest_event_id(conn)
 
 
 def temporal_url(settings: Settings, conversation_id: str) -> str:
@@ -58,5 +57,4 @@ def conversation_view(settings: Settings, conversation_id: str) -> tuple[dict[st
 def events(db_path: Path, after_event_id: int, limit: int = 200) -> tuple[list[dict[str, Any]], int]:
     """Events after a position, and the newest id (lower than the position after a projection rebuild)."""
     with reader.reading(db_path) as conn:
-        latest = int(conn.execute("SELECT COALESCE(MAX(event_id), 0) FROM ui_events").fetchone()[0])
-        return reader.events_after(conn, after_event_id, limit=limit), latest
+        return reader.events_after(conn, after_event_id, limit=limit), reader.latest_event_id(conn)
