@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from activities.tool_config import ToolsConfig
     from workflows.models import PolicyRules
 
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
@@ -81,6 +82,25 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {path} does not exist") from None
         except (tomllib.TOMLDecodeError, InvalidRule, ValueError) as err:
             raise ConfigError(f"POLICY_FILE {path} is not a valid policy: {err}") from None
+
+    def load_tools(self) -> ToolsConfig:
+        """The Python tool modules and MCP servers of the same file; none without one."""
+        from pydantic import ValidationError
+
+        from activities.tool_config import ToolsConfig
+
+        if self.policy_file is None:
+            return ToolsConfig()
+        path = Path(self.policy_file)
+        try:
+            data = tomllib.loads(path.read_text())
+            return ToolsConfig.model_validate(
+                {key: data[key] for key in ("python_tools", "mcp_servers") if key in data}
+            )
+        except FileNotFoundError:
+            raise ConfigError(f"POLICY_FILE {path} does not exist") from None
+        except (tomllib.TOMLDecodeError, ValidationError) as err:
+            raise ConfigError(f"POLICY_FILE {path} has invalid tool settings: {err}") from None
 
     @property
     def ledger_db(self) -> Path:

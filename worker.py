@@ -21,24 +21,42 @@ from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
 
+class ToolWorker(Worker):
+    """A Worker that stops the MCP servers it started when it stops."""
+
+    def __init__(self, *args: Any, tools: ToolActivities, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools = tools
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            await self.tools.mcp.close()
+
+
 def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> Worker:
     """A worker for settings.task_queue; tests pass their own settings and worker options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     projection = Writer(settings.approvals_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
-    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection)
+    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection, settings.load_tools())
     writes = ProjectionActivities(projection)
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
-    return Worker(
+    return ToolWorker(
         client,
+        tools=tools,
         task_queue=settings.task_queue,
         workflows=[ConversationWorkflow],
         activities=[
             llm.call_llm,
+            tools.list_tools,
             tools.execute_tool,
+            tools.run_python_tool,
+            tools.call_mcp_tool,
             writes.project_conversation,
             writes.project_approval_requested,
             writes.project_approval_resolved,

@@ -33,11 +33,10 @@ with workflow.unsafe.imports_passed_through():
         DecisionResult,
         LlmRequest,
         MessageInput,
-        ToolCall,
         TurnStatus,
     )
     from workflows.status import StatusKeeper
-    from workflows.tool_runner import ToolRunner
+    from workflows.tool_runner import ToolContext, ToolRunner
 
 MAX_MODEL_STEPS_PER_TURN = 25
 SYSTEM_PROMPT = (
@@ -59,10 +58,24 @@ class ConversationWorkflow:
         self._turn_id: str | None = f"turn_{start.turn_count}" if start.turn_count else None
         self._closed = False
         self._last_error: str | None = None
-        self._book = ApprovalBook(self._id, start.always_allow, start.resolved)
+        self._book = ApprovalBook(self._id, start.always_allow, start.resolved, start.always_allow_hashes)
         self._auto_approve = start.auto_approve
         self._status = StatusKeeper(self._id)
-        self._tools = ToolRunner(self)
+        self._tools = ToolRunner(
+            ToolContext(
+                conversation_id=self._id,
+                policy=start.policy,
+                approval_timeout_seconds=start.approval_timeout_seconds,
+                book=self._book,
+                status=self._status,
+                append_message=lambda message: self._messages.append(message),
+                is_closed=lambda: self._closed,
+                auto_approve=lambda: self.auto_approve,
+                get_kv=lambda: self._kv,
+                set_kv=self.replace_kv,
+            ),
+            start.used_tool_call_ids,
+        )
 
     # ---- run loop -------------------------------------------------------------------------
     @workflow.run
@@ -94,6 +107,7 @@ class ConversationWorkflow:
                 "inbox": list(self._inbox),
                 "messages": list(self._messages),
                 "always_allow": sorted(self._book.always_allow),
+                "always_allow_hashes": dict(self._book.always_allow_hashes),
                 "auto_approve": self._auto_approve,
                 "kv": dict(self._kv),
                 "turn_count": self._turn_count,
@@ -108,6 +122,7 @@ class ConversationWorkflow:
         self._last_error = None
         self._messages.append(ChatMessage(role="user", content=text))
         await self._status.set("running", [], event="turn.started", key=turn_id, payload={"text": text})
+        await self._tools.list_catalog(turn_id)
         for _ in range(MAX_MODEL_STEPS_PER_TURN):
             request = LlmRequest(
                 conversation_id=self._id, turn_id=turn_id, messages=self._messages, tools=self._tools.schemas()
@@ -131,37 +146,10 @@ class ConversationWorkflow:
         self._last_error = reason
         await self._status.set("failed", [], event="turn.failed", key=turn_id, payload={"reason": reason})
 
-    # ---- state used by the tool runner ----------------------------------------------------
-    @property
-    def conversation_id(self) -> str:
-        return self._id
-
-    @property
-    def book(self) -> ApprovalBook:
-        return self._book
-
-    @property
-    def status(self) -> StatusKeeper:
-        return self._status
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
+    # ---- state the tool runner reads through its context -----------------------------------
     @property
     def auto_approve(self) -> bool:
         return self._auto_approve or self._start.policy.mode == "auto_approve"
-
-    @property
-    def start_input(self) -> ConversationInput:
-        return self._start
-
-    @property
-    def kv(self) -> dict:
-        return self._kv
-
-    def record_tool_message(self, call: ToolCall, content: str) -> None:
-        self._messages.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
 
     def replace_kv(self, kv: dict) -> None:
         self._kv = dict(kv)
