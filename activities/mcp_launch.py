@@ -17,6 +17,8 @@ from activities.tool_config import McpServerConfig
 
 def stdio_parameters(config: McpServerConfig, workspace: Path) -> StdioServerParameters:
     assert config.command is not None, "stdio_parameters is for servers with a command"
-    cwd = Path(config.cwd) if config.cwd is not None else workspace
+    cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
-    return StdioServerParameters(command=config.command, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+    # A relative program path (`.venv/bin/x`) means the worker's directory, not the server's cwd.
+    command = str(Path(config.command).resolve()) if "/" in config.command else config.command
+    return StdioServerParameters(command=command, args=list(config.args), env=dict(config.env), cwd=str(cwd))

@@ -90,8 +90,10 @@ def result_text(result: mcp_types.CallToolResult) -> ToolResult:
             parts.append(block.text)
         else:
             parts.append(f"[{block.type} content not shown]")
-    if result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, sort_keys=True))
+    structured = result.structured_content
+    # A plain function's return value comes twice (as text and as {"result": text}): keep one.
+    if structured is not None and structured != {"result": "\n".join(parts)}:
+        parts.append(json.dumps(structured, sort_keys=True))
     text = "\n".join(parts) or "(no content)"
     if result.is_error:
         return ToolResult(content=truncate(f"Error from the tool: {text}"), is_error=True)
