@@ -53,6 +53,8 @@ def _approval(row: sqlite3.Row) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
     item["arguments"] = details.get("arguments", {})
+    # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
+    item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
     # "sent": a person decided and the decision is on its way, but the workflow has not recorded it.
     item["status"] = "resolved" if item["resolved_at"] else ("sent" if item["claimed_decision"] else "pending")

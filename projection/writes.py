@@ -48,7 +48,13 @@ def write_conversation(conn: sqlite3.Connection, conv: ConversationProjection) -
 
 
 def _details(record: ApprovalRecord) -> str:
-    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments}, sort_keys=True)
+    tool = {
+        "source": record.tool_source,
+        "origin": record.tool_origin,
+        "changed": record.tool_changed,
+        "annotations": record.annotations,
+    }
+    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}, sort_keys=True)
 
 
 def write_approval_requested(conn: sqlite3.Connection, payload: ApprovalRequestedProjection) -> None:

@@ -71,7 +71,9 @@ def validate_arguments(tool: ToolDef, raw_arguments: str) -> dict[str, Any]:
     missing = [field for field in schema.get("required", []) if field not in arguments]
     if missing:
         raise InvalidToolCall(f"{name} is missing required argument(s): {', '.join(missing)}")
-    if schema.get("additionalProperties") is False:
+    # An argument the schema does not declare is refused unless the schema says it may come: the
+    # person approving must see everything the tool will get.
+    if schema.get("additionalProperties", False) is False and "properties" in schema:
         unknown = sorted(set(arguments) - set(schema.get("properties", {})))
         if unknown:
             raise InvalidToolCall(f"{name} got unexpected argument(s): {', '.join(unknown)}")
