@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
+from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from connection import connect
 from projection.db import Writer
@@ -32,7 +33,7 @@ class ToolWorker(Worker):
         try:
             await super().run()
         finally:
-            await self.tools.mcp.close()
+            await self.tools.sources.close()
 
 
 def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> Worker:
@@ -41,7 +42,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     projection = Writer(settings.approvals_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
-    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection, settings.load_tools())
+    sources = ToolSources(settings.load_tools(), settings.workspace_dir)
+    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection, sources)
     writes = ProjectionActivities(projection)
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).

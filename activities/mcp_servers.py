@@ -60,6 +60,13 @@ def _rule_argument(schema: dict[str, Any], configured: str | None) -> str | None
     return None
 
 
+def _reason(err: BaseException) -> str:
+    """The innermost error of the SDK's task-group wrappers, which say nothing on their own."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return f"{type(err).__name__}: {err}"
+
+
 def tool_definition(server: str, config: McpServerConfig, tool: mcp_types.Tool) -> ToolDef:
     hints = tool.annotations
     read_only = bool(hints and hints.read_only_hint)
@@ -210,9 +217,7 @@ class McpServers:
         unavailable: dict[str, str] = {}
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, BaseException):
-                why = (
-                    "no answer in time" if isinstance(outcome, TimeoutError) else f"{type(outcome).__name__}: {outcome}"
-                )
+                why = "no answer in time" if isinstance(outcome, TimeoutError) else _reason(outcome)
                 log.warning("MCP server %s: tools unavailable: %s", name, why)
                 unavailable[f"MCP server {name}"] = why[:300]
             else:

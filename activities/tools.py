@@ -10,9 +10,9 @@ from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
-from activities.mcp_servers import McpServers
-from activities.python_tools import load_python_tools, python_tool_definition, run_python_tool
+from activities.python_tools import run_python_tool
 from activities.tool_config import ToolsConfig
+from activities.tool_sources import ToolSources
 from projection.db import Writer
 from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
 from workflows.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
@@ -21,26 +21,17 @@ from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
 
 class ToolActivities:
     def __init__(
-        self, workspace_dir: Path, ledger: Ledger, projection: Writer, config: ToolsConfig | None = None
+        self, workspace_dir: Path, ledger: Ledger, projection: Writer, sources: ToolSources | None = None
     ) -> None:
-        config = config or ToolsConfig()
         self._workspace = Workspace(workspace_dir)
         self._ledger = ledger
         self._projection = projection
-        # Imported once, when the worker starts: a module that cannot load stops the worker at once.
-        self._python = load_python_tools(config.python_tools)
-        self.mcp = McpServers(config.mcp_servers, workspace_dir)
-
-    async def catalog(self) -> ToolCatalog:
-        tools = [*TOOL_SPECS.values()]
-        tools += [python_tool_definition(module, entry) for module, entry in self._python.values()]
-        mcp_tools, unavailable = await self.mcp.list_all()
-        return ToolCatalog(tools=tools + mcp_tools, unavailable=unavailable)
+        self.sources = sources or ToolSources(ToolsConfig(), workspace_dir)
 
     @activity.defn(name=LIST_TOOLS)
     async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
         activity.heartbeat()
-        return await self.catalog()
+        return await self.sources.catalog()
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
@@ -49,7 +40,7 @@ class ToolActivities:
     @activity.defn(name=RUN_PYTHON_TOOL)
     async def run_python_tool(self, request: ToolRequest) -> ToolResult:
         tool = _definition(request)
-        found = self._python.get(tool.name)
+        found = self.sources.python.get(tool.name)
         if found is None:
             return ToolResult(content=f"Error: this worker has no Python tool {tool.name!r}", is_error=True)
         entry = found[1]
@@ -58,7 +49,7 @@ class ToolActivities:
     @activity.defn(name=CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
         tool = _definition(request)
-        connection = self.mcp.connections.get(tool.origin)
+        connection = self.sources.mcp.connections.get(tool.origin)
         if connection is None:
             return ToolResult(content=f"Error: this worker has no MCP server {tool.origin!r}", is_error=True)
         # Connect before the ledger claim: a server that cannot be reached never ran the call.

@@ -13,7 +13,7 @@ import getpass
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, refused
-from cli.output import note, print_json, short_time, table, tool_call_text
+from cli.output import note, print_json, short_time, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
@@ -40,11 +40,12 @@ def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(
         table(
-            ["REQUEST", "TOOL CALL (exactly as it will run)", "REQUESTED", "STATUS"],
+            ["REQUEST", "TOOL CALL (exactly as it will run)", "FROM", "REQUESTED", "STATUS"],
             [
                 [
                     row["request_id"],
                     tool_call_text(row["tool_name"], row["arguments"]),
+                    tool_origin_text(row["tool"]),
                     short_time(row["created_at"]),
                     row["status"],
                 ]

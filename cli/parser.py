@@ -52,6 +52,9 @@ def build_parser() -> OneLineParser:
     watch.add_argument("conversation")
     watch.add_argument("--follow", action="store_true", help="keep following until Ctrl-C")
 
+    tools = verbs.add_parser("tools", help="every tool: its source, permission type and the rule that applies")
+    tools.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     verbs.add_parser("ui", help="serve the approvals UI")
     rebuild = verbs.add_parser("rebuild-projection", help="rebuild the SQLite projection from Temporal's history")
     rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
