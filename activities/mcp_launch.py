@@ -8,6 +8,7 @@ sandbox, is applied here too.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from mcp import StdioServerParameters
@@ -19,6 +20,15 @@ def stdio_parameters(config: McpServerConfig, workspace: Path) -> StdioServerPar
     assert config.command is not None, "stdio_parameters is for servers with a command"
     cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
-    # A relative program path (`.venv/bin/x`) means the worker's directory, not the server's cwd.
-    command = str(Path(config.command).resolve()) if "/" in config.command else config.command
-    return StdioServerParameters(command=command, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+    return StdioServerParameters(
+        command=_program(config.command), args=list(config.args), env=dict(config.env), cwd=str(cwd)
+    )
+
+
+def _program(command: str) -> str:
+    """A relative path (`.venv/bin/x`) is the worker's, not the server's cwd; a bare name installed
+    beside the worker's interpreter (a server from PyPI) is found without an activated venv."""
+    if "/" in command:
+        return str(Path(command).resolve())
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.exists() else command

@@ -128,3 +128,24 @@ def test_a_tool_needs_hints_a_docstring_and_a_free_name() -> None:
 
     with pytest.raises(PythonToolError, match="cannot be imported"):
         load_python_tools(["examples.no_such_module"])
+
+
+def test_the_example_configuration_loads() -> None:
+    from settings import Settings
+
+    settings = Settings(policy_file="examples/tools.toml")
+    policy, tools = settings.load_policy(), settings.load_tools()
+    assert tools.python_tools == ["examples.weather_tools"]
+    assert tools.mcp_servers["git"].command == "mcp-server-git" and tools.mcp_servers["git"].transport == "stdio"
+    assert evaluate(policy, "mcp__git__git_diff_staged", "{}") == "allow"
+    assert evaluate(policy, "mcp__git__git_commit", "fix") == "ask"
+    assert evaluate(policy, "mcp__git__git_reset", ".", auto_approve=True) == "deny"
+
+
+def test_a_server_needs_exactly_one_transport(tmp_path: Any) -> None:
+    from settings import ConfigError, Settings
+
+    path = tmp_path / "tools.toml"
+    path.write_text('[mcp_servers.x]\ncommand = "a"\nurl = "http://b"\n')
+    with pytest.raises(ConfigError, match="exactly one of command"):
+        Settings(policy_file=str(path)).load_tools()
