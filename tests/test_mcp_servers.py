@@ -1,0 +1,48 @@
+"""The worker's stdio MCP servers without Temporal: started on demand, reused, restarted, stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import psutil
+
+from activities.mcp_servers import McpServers
+from activities.tool_config import McpServerConfig
+from tests.mcp_support import git_repo, git_server
+
+
+def git_processes() -> list[psutil.Process]:
+    me = psutil.Process(os.getpid())
+    return [p for p in me.children(recursive=True) if any("mcp-server-git" in part for part in p.cmdline())]
+
+
+async def test_a_stdio_server_starts_on_demand_is_reused_restarted_and_stopped(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    servers = McpServers({"git": McpServerConfig(**git_server(repo))}, tmp_path)
+    connection = servers.connections["git"]
+    assert git_processes() == [], "nothing starts before it is needed"
+    try:
+        tools, unavailable = await servers.list_all()
+        status = next(tool for tool in tools if tool.name == "mcp__git__git_status")
+        assert unavailable == {}
+        (first,) = git_processes()
+        for _ in range(3):
+            result = await connection.call(status, {"repo_path": str(repo)}, lambda: None)
+            assert "notes.txt" in result.content
+        assert [p.pid for p in git_processes()] == [first.pid], "every call reused the one server"
+
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        # The call that meets the dead server fails (Temporal retries the activity); the next starts a new one.
+        with contextlib.suppress(Exception):
+            await connection.call(status, {"repo_path": str(repo)}, lambda: None)
+        result = await connection.call(status, {"repo_path": str(repo)}, lambda: None)
+        assert "notes.txt" in result.content
+        (second,) = git_processes()
+        assert second.pid != first.pid
+    finally:
+        await servers.close()
+    assert git_processes() == [], "closing (the worker stopping) stops the server"
