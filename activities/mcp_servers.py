@@ -131,6 +131,9 @@ class McpConnection:
             async with self._new_client() as client:
                 ready.set_result(client)
                 await self._stop.wait()
+        except asyncio.CancelledError:
+            ready.cancel()
+            raise
         except BaseException as err:
             if not ready.done():
                 ready.set_exception(err)
@@ -147,21 +150,28 @@ class McpConnection:
                     self._client = await asyncio.wait_for(asyncio.shield(ready), OPEN_TIMEOUT_SECONDS)
                 except BaseException:
                     await self._drop()
+                    if ready.done() and not ready.cancelled():
+                        ready.exception()  # seen: the caller raises its own error
                     raise
                 log.info("MCP server %s: connected (%s)", self.name, self.config.transport)
             return self._client
 
     async def _drop(self) -> None:
-        self._client = None
+        """End the owner task: a connected one leaves its context (stopping a stdio server), one
+        still connecting is canceled; either way it is awaited, so nothing is left half-closed."""
+        connected, self._client = self._client is not None, None
         owner, self._owner = self._owner, None
         self._stop.set()
-        if owner is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(owner), 10)
-            except (TimeoutError, asyncio.CancelledError):
-                owner.cancel()
-            except Exception:  # the owner already logged how it ended
-                log.debug("MCP server %s: closed after an error", self.name)
+        if owner is None or owner.done():
+            return
+        if not connected:
+            owner.cancel()
+        try:
+            await asyncio.wait_for(owner, 10)
+        except (TimeoutError, asyncio.CancelledError):
+            log.warning("MCP server %s: did not close in time", self.name)
+        except Exception:  # the owner already logged how it ended
+            log.debug("MCP server %s: closed after an error", self.name)
 
     async def reset(self) -> None:
         """Drop the connection (stopping a stdio server); the next use starts a fresh one."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -46,3 +47,25 @@ async def test_a_stdio_server_starts_on_demand_is_reused_restarted_and_stopped(t
     finally:
         await servers.close()
     assert git_processes() == [], "closing (the worker stopping) stops the server"
+
+
+async def test_a_server_that_does_not_answer_in_time_is_unavailable_for_the_listing() -> None:
+    release = asyncio.Event()
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)  # takes the request, answers nothing until the test ends
+        await release.wait()
+        writer.close()
+
+    silent = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    config = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp", list_timeout_seconds=1)
+    servers = McpServers({"slow": config}, Path("."))
+    try:
+        tools, unavailable = await servers.list_all()
+    finally:
+        release.set()
+        await servers.close()
+        silent.close()
+        await silent.wait_closed()
+    assert tools == [] and unavailable == {"MCP server slow": "no answer in time"}
