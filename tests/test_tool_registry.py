@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -149,3 +151,17 @@ def test_a_server_needs_exactly_one_transport(tmp_path: Any) -> None:
     path.write_text('[mcp_servers.x]\ncommand = "a"\nurl = "http://b"\n')
     with pytest.raises(ConfigError, match="exactly one of command"):
         Settings(policy_file=str(path)).load_tools()
+
+
+def test_a_python_tool_that_runs_too_long_is_an_error_and_heartbeats_while_it_runs() -> None:
+    @tool(permission="execute", timeout_seconds=0.3)
+    def stuck(seconds: float) -> str:
+        """Block for a while."""
+        time.sleep(seconds)
+        return "woke"
+
+    beats: list[int] = []
+    (entry,) = tools_of(SimpleNamespace(stuck=stuck))
+    result = asyncio.run(run_python_tool(entry, {"seconds": 2}, lambda: beats.append(1)))
+    assert result.is_error and "ran longer than 0.3 seconds" in result.content
+    assert beats, "it heartbeats while the function runs"
