@@ -25,7 +25,7 @@ MIN_BUDGET_TOKENS = 1_000
 CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD_TOKENS = 4
 # One message, or all the results of one assistant message together, never take more than this.
-GROUP_SHARE = 0.5
+GROUP_SHARE = 0.4
 # After a compaction the verbatim recent messages take at most this share of the budget.
 KEEP_SHARE = 0.5
 SUMMARY_SHARE = 0.15
