@@ -17,7 +17,7 @@ from tests.helpers import full_transcript, rows, wait_status
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
-WINDOW = 4_000
+WINDOW = 2_000
 BUDGET = 50_000  # what the conversation believes: far more than the model takes
 
 
@@ -46,7 +46,7 @@ class SmallWindow:
 def write_files(settings: Settings) -> None:
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     for n in range(3):
-        (settings.workspace_dir / f"f{n}.txt").write_text(f"file {n} " * 500)
+        (settings.workspace_dir / f"f{n}.txt").write_text(f"file {n} " * 200)
 
 
 async def test_context_window_error_compacts_and_the_conversation_goes_on(
@@ -59,16 +59,16 @@ async def test_context_window_error_compacts_and_the_conversation_goes_on(
     async with build_worker(client, settings):
         cid = histories.track(await start_conversation(client, settings, "read batch 0"))
         await wait_status(client, cid, "idle")
-        for n in range(1, 8):
+        for n in range(1, 4):
             await send_message(client, cid, f"read batch {n}")
             state = await wait_status(client, cid, "idle")
 
     events = [r["event_type"] for r in rows(db, "SELECT event_type FROM ui_events WHERE conversation_id = ?", cid)]
-    assert events.count("turn.completed") == 8 and "turn.failed" not in events
+    assert events.count("turn.completed") == 4 and "turn.failed" not in events
     assert behaviour.refused >= 1
     assert events.count("conversation.compacted") >= behaviour.refused
     transcript = full_transcript(db, state)
-    assert [m.content for m in transcript if m.role == "user"] == [f"read batch {n}" for n in range(8)]
+    assert [m.content for m in transcript if m.role == "user"] == [f"read batch {n}" for n in range(4)]
     # Each assistant message was asked for once, plus once per refused request.
     assert len(model.reply_requests) == sum(1 for m in transcript if m.role == "assistant") + behaviour.refused
     # One refusal taught the conversation a smaller budget: every later request fits the window.
