@@ -106,3 +106,30 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
     assert state.always_allow == ["write_file"]
     assert len(rows(db, "SELECT * FROM ui_pending_approvals WHERE conversation_id = ?", cid)) == 1
     assert (settings.workspace_dir / "out.txt").read_text() == "write last to out.txt"
+
+
+async def test_a_short_conversation_compacts_twice_and_keeps_its_latest_turn_whole(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    settings = dataclasses.replace(settings, context_budget_tokens=2_000)
+    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    (settings.workspace_dir / "f0.txt").write_text("a short note\n" * 150)
+    model.behaviour = lambda messages: (
+        text_reply("noted") if last_role(messages) == "tool" else tool_reply(("r", "read_file", {"path": "f0.txt"}))
+    )
+    db = settings.approvals_db
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "note 1"))
+        await wait_status(client, cid, "idle")
+        for n in range(2, 7):
+            await send_message(client, cid, f"note {n}")
+            state = await wait_status(client, cid, "idle")
+
+    events = [r["event_type"] for r in rows(db, "SELECT event_type FROM ui_events WHERE conversation_id = ?", cid)]
+    assert events.count("conversation.compacted") >= 2 and events.count("turn.completed") == 6
+    summary, *recent = state.messages[1:]
+    assert summary.name == "conversation_summary" and "The person asked: note" in (summary.content or "")
+    assert recent[0].role == "user", "whole turns are kept when they fit"
+    assert [m.content for m in recent if m.role == "user"][-1] == "note 6"
+    assert [m.content for m in full_transcript(db, state) if m.role == "user"] == [f"note {n}" for n in range(1, 7)]
+    assert len(model.reply_requests) == 12 and len(model.summary_requests) == events.count("conversation.compacted")

@@ -130,8 +130,9 @@ class Fold:
 
 
 def plan_fold(messages: list[ChatMessage], budget: int) -> Fold | None:
-    """Fold the oldest messages so the verbatim rest takes at most KEEP_SHARE of the budget (or,
-    when even the latest step is bigger, keep just that step); None when nothing can be folded."""
+    """Fold the oldest messages so the verbatim rest, whole turns where possible, takes at most
+    KEEP_SHARE of the budget (when even the latest step is bigger, keep just that step); None
+    when nothing can be folded."""
     head = head_size(messages)
     body = messages[head:]
     cuts = [i for i in range(1, len(body)) if body[i].role != "tool"]
@@ -141,7 +142,10 @@ def plan_fold(messages: list[ChatMessage], budget: int) -> Fold | None:
     suffix = [0] * (len(view) + 1)
     for i in range(len(view) - 1, -1, -1):
         suffix[i] = suffix[i + 1] + message_tokens(view[i])
-    chosen = next((i for i in cuts if suffix[i] <= budget * KEEP_SHARE), cuts[-1])
+    fitting = [i for i in cuts if suffix[i] <= budget * KEEP_SHARE]
+    # Whole turns when they fit (the cut before a user message), else the most that fits.
+    turns = [i for i in fitting if body[i].role == "user"]
+    chosen = turns[0] if turns else (fitting[0] if fitting else cuts[-1])
     previous = next((m.content for m in messages[:head] if is_summary(m)), None)
     if previous is not None and previous.startswith(SUMMARY_HEADER):
         previous = previous[len(SUMMARY_HEADER) :].strip()
