@@ -3,6 +3,7 @@ what counts as a context-window error, the per-model budget, and the archive's i
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -192,3 +193,29 @@ def test_archiving_twice_adds_nothing(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "approvals.db") as conn:
         stored = conn.execute("SELECT seq FROM ui_transcript_archive WHERE conversation_id = 'c'").fetchall()
     assert stored == [(1,), (2,), (3,)]
+
+
+def test_the_committed_histories_cover_compaction_and_the_context_error_retry() -> None:
+    """tests/test_committed_histories.py replays these; here: they hold what they are named for."""
+    folder = Path(__file__).parent / "histories"
+
+    def scheduled(name: str) -> list[str]:
+        events = json.loads((folder / f"{name}.json").read_text())["events"]
+        return [
+            e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+            for e in events
+            if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        ]
+
+    def failures(name: str) -> list[str]:
+        events = json.loads((folder / f"{name}.json").read_text())["events"]
+        return [
+            e["activityTaskFailedEventAttributes"]["failure"]["applicationFailureInfo"]["type"]
+            for e in events
+            if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_FAILED"
+        ]
+
+    assert scheduled("compacted_conversation").count("project_compaction") >= 2
+    assert failures("context_error_compacted_and_retried") == ["LlmContextWindowExceeded"]
+    assert "project_compaction" in scheduled("context_error_compacted_and_retried")
+    assert failures("context_error_failed_turn") == ["LlmContextWindowExceeded"] * 2
