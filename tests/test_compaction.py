@@ -60,6 +60,15 @@ def assert_calls_meet_results(messages: list[dict[str, Any]]) -> None:
     assert not expected, f"the request ends with unanswered calls {expected}"
 
 
+async def largest_event_bytes(client: Client, conversation_id: str) -> int:
+    """The biggest event in every run of the conversation (payloads included)."""
+    largest = 0
+    async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
+        history = await client.get_workflow_handle(conversation_id, run_id=execution.run_id).fetch_history()
+        largest = max(largest, *(event.ByteSize() for event in history.events))
+    return largest
+
+
 async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
@@ -99,6 +108,10 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
         assert_calls_meet_results(body["messages"])
     for body in model.summary_requests:
         assert approximate_tokens(body["messages"]) <= BUDGET
+
+    # No event of any run comes near Temporal's 2 MB payload limit.
+    largest = await largest_event_bytes(client, cid)
+    assert largest < 1_000_000, f"an event of {largest} bytes"
 
     # What lives outside the transcript survived every compaction.
     assert state.kv == {"plan": PLAN}
