@@ -10,6 +10,10 @@ are not touched.
 
 Tokens are the API's own count (its `usage`) where the last call returned one, and an estimate of
 one token per three characters otherwise: real text runs nearer four, so the estimate errs high.
+
+These numbers decide where a running conversation compacts, so replay depends on them: a change
+to them, to the estimate or to the fold's rule goes behind `workflow.patched` like any change of
+the workflow's commands.
 """
 
 from __future__ import annotations
