@@ -16,7 +16,7 @@ from activities.llm import wire_messages
 from activities.llm_errors import is_context_window_error
 from projection.db import Writer
 from projection.writes import write_compaction
-from settings import DEFAULT_CONTEXT_BUDGET, Settings, default_context_budget
+from settings import DEFAULT_CONTEXT_BUDGET, ConfigError, Settings, default_context_budget
 from workflows import compaction
 from workflows.models import (
     ArchivedMessage,
@@ -175,8 +175,13 @@ def test_the_budget_follows_the_model_and_the_variable_wins(monkeypatch: pytest.
     monkeypatch.setenv("LLM_MODEL", "gpt-4o")
     monkeypatch.delenv("CONTEXT_BUDGET_TOKENS", raising=False)
     assert Settings().context_budget_tokens == 96_000
+    monkeypatch.setenv("CONTEXT_BUDGET_TOKENS", "")  # as docker-compose passes it when unset
+    assert Settings().context_budget_tokens == 96_000
     monkeypatch.setenv("CONTEXT_BUDGET_TOKENS", "5000")
     assert Settings().context_budget_tokens == 5_000
+    monkeypatch.setenv("CONTEXT_BUDGET_TOKENS", "lots")
+    with pytest.raises(ConfigError, match="CONTEXT_BUDGET_TOKENS"):
+        Settings()
 
 
 def test_archiving_twice_adds_nothing(tmp_path: Path) -> None:
