@@ -78,6 +78,8 @@ async def watch(args: argparse.Namespace, session: Session) -> int:
     state = await follower.state()
     events, row = _read(session, args.conversation, 0)
     if state is not None:
+        if state.get("archived_messages"):
+            note(f"{state['archived_messages']} earlier message(s) were compacted; `show` prints them.")
         follower.print_messages(state)  # the transcript so far stands for the past events
         follower.last_event = events[-1]["event_id"] if events else 0
     elif row is None:
