@@ -113,7 +113,9 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         state = _projected_state(session, args.conversation)
     else:
         state["source"] = "worker"
-    state["archived"] = _archived(session, args.conversation) if state["messages"] is not None else []
+    archived = _archived(session, args.conversation)
+    # The archive is written before messages leave the workflow, so it may be ahead of the answer.
+    state["archived"] = archived[: state["archived_messages"]] if state["messages"] is not None else archived
     if args.json:
         print_json(state)
         return EXIT_OK
@@ -123,13 +125,16 @@ async def show(args: argparse.Namespace, session: Session) -> int:
     for approval in state["pending_approvals"]:
         call = tool_call_text(approval["tool_name"], approval["arguments"])
         print(f"  waits for approval: {approval['request_id']}  {call}")
-    if state["messages"] is None:
+    if state["messages"] is None and not state["archived"]:
         print("  (transcript unavailable until a worker runs)")
         return EXIT_OK
     print()
     for message in state["archived"]:
         for line in transcript_lines(message):
             print(line)
+    if state["messages"] is None:
+        print("-- the more recent messages need a running worker (python worker.py) to be shown --")
+        return EXIT_OK
     if state["archived"]:
         count = len(state["archived"])
         print(f"-- the {count} message(s) above were compacted: the model sees this summary instead --")

@@ -50,7 +50,9 @@ async def test_show_watch_and_the_ui_read_the_archive_and_the_summary(stack: Sta
     assert view["messages"][0] == summary, "the UI shows the summary, not the system prompt"
 
     assert stack.worker is not None
-    stack.worker.stop()  # with no worker, `watch` replays the projection's events from the start
+    stack.worker.stop()  # with no worker: `show` prints the archive, `watch` the events from the start
+    offline = stack.cli_ok("show", cid, "--timeout", "1").stdout
+    assert "user: read big.txt" in offline and "more recent messages need a running worker" in offline
     watched = stack.cli_ok("watch", cid).stdout
     compacted = [line for line in watched.splitlines() if "conversation.compacted" in line]
     assert len(compacted) >= 1 and '"folded_messages"' in compacted[0]

@@ -79,7 +79,9 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     dumped = state.model_dump(mode="json")
     # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
     dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
-    dumped["archived"] = await asyncio.to_thread(queries.archived, settings, conversation_id)
+    archived = await asyncio.to_thread(queries.archived, settings, conversation_id)
+    # Written before messages leave the workflow, the archive may be ahead of the state just read.
+    dumped["archived"] = archived[: state.archived_messages]
     return {**view, **dumped, "worker_online": True, "notice": None}
 
 
