@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from cli.errors import EXIT_OK, CliError, refused
-from cli.output import note, print_json, shown, short_time, table, tool_call_text
+from cli.output import note, print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session, rpc
 
 STATUS_MARKS = {"awaiting_approval": "●", "running": "○", "failed": "✗"}

@@ -6,15 +6,20 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from playwright.async_api import Browser, expect
+from playwright.async_api import expect
 from temporalio.client import Client
 
 from control import start_conversation
 from settings import Settings
+from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
 from tests.scripts import ScriptedModel, calls_then_summary
-from tests.test_ui_browser import Inbox, browser, dot, inbox, screenshot  # noqa: F401 (fixtures)
+from tests.test_ui_browser import Inbox, dot, screenshot
 from visible import is_hidden
+
+# The Chromium and inbox fixtures of the main browser tests, shared rather than copied.
+browser = test_ui_browser.browser
+inbox = test_ui_browser.inbox
 
 OVERRIDE = "echo safe \u202e; touch X #"
 
@@ -29,7 +34,7 @@ async def test_a_right_to_left_override_is_shown_escaped_and_flagged_and_runs_as
     card = page.locator(f'#inbox-cards [data-request-id="perm_{cid}_call_1"]')
     arguments = card.locator(".arguments")
     await expect(arguments).to_contain_text('"command": "echo safe \\u202e; touch X #"')
-    assert "\u202e" not in await arguments.text_content()
+    assert "\u202e" not in (await arguments.text_content() or "")
     await expect(card.locator(".hidden-flag")).to_contain_text("Contains hidden characters")
     await expect(card).to_have_attribute("data-hidden-characters", "true")
     await screenshot(page, "inbox-hidden-characters.png")
@@ -84,9 +89,7 @@ async def test_the_page_and_python_agree_on_what_is_hidden(inbox: Inbox) -> None
             ranges,
         )
     )
-    in_python = {
-        c for low, high in ranges for c in range(low, high) if not 0xD800 <= c < 0xE000 and is_hidden(chr(c))
-    }
+    in_python = {c for low, high in ranges for c in range(low, high) if not 0xD800 <= c < 0xE000 and is_hidden(chr(c))}
     differ = {c for c in in_js ^ in_python if unicodedata.category(chr(c)) != "Cn"}
     assert sorted(differ) == []
     assert {0x202E, 0x2066, 0x200B, 0x2060, 0xFEFF, 0x1B, 0xE0041} <= in_js
