@@ -21,6 +21,8 @@ from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, statu
 from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
+# Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes
+# them, and the :path converters take the rest of the path (the fixed suffix routes match first).
 
 
 def _settings(request: Request) -> Settings:
@@ -29,6 +31,11 @@ def _settings(request: Request) -> Settings:
 
 async def _client(request: Request) -> Client:
     return await request.app.state.client_provider()  # type: ignore[no-any-return]
+
+
+def _require_id(value: str, what: str) -> None:
+    if not value:
+        raise NotFound(f"no {what} with an empty id")
 
 
 @router.get("/session")
@@ -54,9 +61,10 @@ async def start_conversation(request: Request) -> dict[str, Any]:
     return {"conversation_id": conversation_id, "temporal_url": queries.temporal_url(settings, conversation_id)}
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get("/conversations/{conversation_id:path}")
 async def get_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     """The workflow's own state when a worker answers; otherwise what the projection knows, and why."""
+    _require_id(conversation_id, "conversation")
     settings = _settings(request)
     row, approvals = await asyncio.to_thread(queries.conversation_view, settings, conversation_id)
     view: dict[str, Any] = {
@@ -100,8 +108,9 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
     }
 
 
-@router.post("/conversations/{conversation_id}/messages", status_code=202)
+@router.post("/conversations/{conversation_id:path}/messages", status_code=202)
 async def send_message(request: Request, conversation_id: str) -> dict[str, Any]:
+    _require_id(conversation_id, "conversation")
     body = await read_json_body(request, MessageBody)
     try:
         await control.send_message(await _client(request), conversation_id, body.text)
@@ -117,17 +126,19 @@ def list_approvals(request: Request, status: str = "pending", conversation_id: s
     return queries.approvals(_settings(request), status, conversation_id)
 
 
-@router.get("/approvals/{request_id}")
+@router.get("/approvals/{request_id:path}")
 def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+    _require_id(request_id, "approval request")
     found = queries.approval(_settings(request), request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     return found
 
 
-@router.post("/approvals/{request_id}/decision")
+@router.post("/approvals/{request_id:path}/decision")
 async def decide(request: Request, request_id: str) -> JSONResponse:
     """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
+    _require_id(request_id, "approval request")
     body = await read_json_body(request, DecisionBody)
     settings = _settings(request)
     if await asyncio.to_thread(queries.approval, settings, request_id) is None:

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
+from ui.bodies import read_body
 from ui.errors import BadRequest
 from ui.security import (
     SESSION_COOKIE,
@@ -20,6 +21,7 @@ from ui.security import (
 )
 
 STATIC_DIR = Path(__file__).parent / "static"
+LOGIN_BODY_BYTES = 4096  # a token in a form
 router = APIRouter()
 
 
@@ -68,7 +70,7 @@ async def login(request: Request) -> Response:
     token: str | None = request.app.state.settings.ui_token
     if token is None:
         return RedirectResponse("/", status_code=303)
-    raw = await request.body()
+    raw = await read_body(request, LOGIN_BODY_BYTES)
     try:
         fields = parse_qs(raw.decode(), max_num_fields=5)
     except (UnicodeDecodeError, ValueError):

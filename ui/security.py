@@ -109,5 +109,23 @@ def require_same_origin(request: Request) -> None:
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
         raise Forbidden(f"cross-site request refused (Sec-Fetch-Site: {fetch_site})", error_type="CrossSiteRequest")
     origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != request.headers.get("host", ""):
-        raise Forbidden("cross-origin request refused (Origin does not match Host)", error_type="CrossSiteRequest")
+    if origin is not None and origin_of(origin) != origin_of(
+        f"{request.url.scheme}://{request.headers.get('host', '')}"
+    ):
+        raise Forbidden("cross-origin request refused (Origin is not this UI's)", error_type="CrossSiteRequest")
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when it is not one."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port if port is not None else DEFAULT_PORTS[scheme]

@@ -12,6 +12,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from settings import Settings
 from ui import api, events, pages
 from ui.errors import HttpError, render_http_error
+from ui.limits import BodyLimit
 from ui.security import SecurityHeaders, allowed_hosts
 from ui.temporal import ClientProvider, LazyClient
 
@@ -30,6 +31,7 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit)
     return app
 
 
