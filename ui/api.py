@@ -14,8 +14,8 @@ import control
 from projection.claims import DecisionRefused
 from settings import Settings
 from ui import queries
-from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
-from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.bodies import DecisionBody, MessageBody, StartBody, json_body, read_json_body
+from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
@@ -49,7 +49,7 @@ def list_conversations(request: Request) -> list[dict[str, Any]]:
     return queries.conversations(_settings(request))
 
 
-@router.post("/conversations", status_code=201)
+@router.post("/conversations", status_code=201, openapi_extra=json_body(StartBody))
 async def start_conversation(request: Request) -> dict[str, Any]:
     body = await read_json_body(request, StartBody)
     settings = _settings(request)
@@ -108,7 +108,7 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
     }
 
 
-@router.post("/conversations/{conversation_id:path}/messages", status_code=202)
+@router.post("/conversations/{conversation_id:path}/messages", status_code=202, openapi_extra=json_body(MessageBody))
 async def send_message(request: Request, conversation_id: str) -> dict[str, Any]:
     _require_id(conversation_id, "conversation")
     body = await read_json_body(request, MessageBody)
@@ -120,9 +120,9 @@ async def send_message(request: Request, conversation_id: str) -> dict[str, Any]
 
 
 @router.get("/approvals")
-def list_approvals(request: Request, status: str = "pending", conversation_id: str | None = None) -> list[dict]:
-    if status not in queries.APPROVAL_STATUSES:
-        raise Unprocessable(f"status must be one of {', '.join(queries.APPROVAL_STATUSES)}")
+def list_approvals(
+    request: Request, status: queries.ApprovalStatus = "pending", conversation_id: str | None = None
+) -> list[dict]:
     return queries.approvals(_settings(request), status, conversation_id)
 
 
@@ -135,7 +135,7 @@ def get_approval(request: Request, request_id: str) -> dict[str, Any]:
     return found
 
 
-@router.post("/approvals/{request_id:path}/decision")
+@router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
 async def decide(request: Request, request_id: str) -> JSONResponse:
     """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
     _require_id(request_id, "approval request")

@@ -56,12 +56,9 @@ class BodyLimit:
 
 
 async def _refuse(send: Send, error: HttpError) -> None:
-    """Answer without reading the body, and close: the rest of it is never read."""
+    """Answer before reading the body. The connection stays open: the server discards what the
+    client still sends, so a client that writes its whole body before reading still gets the 413."""
     body = json.dumps(error.body()).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-    ]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -26,7 +26,7 @@ from ui.security import (
 
 STATIC_DIR = Path(__file__).parent / "static"
 LOGIN_BODY_BYTES = 4096  # a token in a form
-router = APIRouter()
+router = APIRouter(include_in_schema=False)  # pages, not API
 
 
 @router.get("/", response_model=None)
