@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import unicodedata
 
 from hypothesis import given
@@ -11,6 +13,10 @@ from hypothesis import strategies as st
 from cli.conversations import transcript_lines
 from cli.output import HIDDEN_FLAG, tool_call_text
 from cli.watch import event_line
+from settings import Settings
+from tests.helpers import rows
+from tests.processes import REPO_ROOT, process_env
+from tests.ui_fixtures import seed_pending
 from visible import is_hidden, reveal
 
 OVERRIDE = "echo safe \u202e; touch X #"
@@ -64,3 +70,16 @@ def test_cli_transcript_and_watch_lines_flag_hidden_characters() -> None:
     event = {"created_at": "2026-01-01T00:00:00", "event_type": "permission.request", "payload": {"x": "\u202e"}}
     assert HIDDEN_FLAG in event_line(event)
     assert json.loads(json.dumps(event["payload"])) == {"x": "\u202e"}
+
+
+def test_pending_prints_the_override_escaped_and_flagged(settings: Settings) -> None:
+    seed_pending(settings, "conv-hidden", "call_1", "run_shell", {"command": OVERRIDE})
+    done = subprocess.run(
+        [sys.executable, "starter.py", "pending"],
+        cwd=REPO_ROOT, env=process_env(settings, "127.0.0.1:9"), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [row] = [line for line in done.stdout.splitlines() if "perm_conv-hidden_call_1" in line]
+    assert HIDDEN_FLAG in row and "echo safe \\u202e; touch X #" in row and "\u202e" not in done.stdout
+    stored = json.loads(rows(settings.approvals_db, "SELECT details_json FROM ui_pending_approvals")[0]["details_json"])
+    assert stored["arguments"] == {"command": OVERRIDE}

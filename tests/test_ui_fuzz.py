@@ -29,6 +29,7 @@ from demo_model.server import text_reply
 from settings import Settings
 from tests.helpers import rows, wait_pending
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
+from tests.stack import until
 from tests.ui_fixtures import served_app
 from ui.bodies import DecisionBody, MessageBody
 from worker import build_worker
@@ -57,9 +58,15 @@ class Fuzz:
                     if r.get("conversation_id") not in self.started]
             for table in TABLES
         }  # fmt: skip
-        view = self.http.get(f"{self.base_url}/api/conversations/{self.conversation_id}", timeout=10).json()
-        assert view["worker_online"], view
+        view = until(self.workflow_view)
         return {"projection": projected, "state": {key: view[key] for key in STATE_KEYS}}
+
+    def workflow_view(self) -> dict[str, Any] | None:
+        """The conversation as the UI shows it, when the worker answered (on a busy machine a query
+        may miss its 2 s now and then: then None, and until() asks again)."""
+        url = f"{self.base_url}/api/conversations/{self.conversation_id}"
+        view: dict[str, Any] = self.http.get(url, timeout=10).json()
+        return view if view["worker_online"] else None
 
     def check(self, case: Any) -> None:
         # Taken again only after a request that was allowed to change something.
