@@ -11,6 +11,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 import pytest_asyncio
+from hypothesis import given
+from hypothesis import strategies as st
 from temporalio.client import Client
 
 from control import start_conversation
@@ -18,7 +20,8 @@ from settings import Settings
 from tests.helpers import approval_row, rows
 from tests.test_ui_events import _read_events
 from tests.ui_fixtures import ServedApp, api_client, seed_conversation, seed_pending
-from ui.bodies import MAX_BODY_BYTES
+from ui.events import MAX_POSITION, parse_position
+from ui.limits import MAX_BODY_BYTES
 from ui.server import create_app
 
 ODD_IDS = ["team/a b", "100%25 sure", "ü/ñ?#x", "a%2Fb/decision"]
@@ -105,6 +108,16 @@ async def test_a_body_over_the_limit_is_refused_while_it_streams(settings: Setti
     assert declared[0].json()["error"]["type"] == "PayloadTooLarge"
     assert len(read) <= MAX_BODY_BYTES // 65536 + 2  # refused once past the limit, not after reading it all
     assert approval_row(settings.approvals_db, request_id)["decision"] is None
+
+
+@given(st.text() | st.from_regex(r"\A\s*[0-9]{1,30}\s*\Z"))
+def test_parse_position_never_fails_and_accepts_only_plain_positions(raw: str) -> None:
+    position = parse_position(raw)
+    assert position is None or ((0 <= position <= MAX_POSITION and str(position) == raw.strip().lstrip("0")) or "0")
+    if raw.strip().isascii() and raw.strip().isdigit() and int(raw.strip()) <= MAX_POSITION:
+        assert position == int(raw.strip())
+    else:
+        assert position is None
 
 
 BAD_POSITIONS = [

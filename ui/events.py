@@ -38,9 +38,12 @@ def parse_position(raw: str | None) -> int | None:
     if raw is None:
         return None
     raw = raw.strip()
-    if not raw or len(raw) > 19 or not (raw.isascii() and raw.isdigit()):
+    if not (raw.isascii() and raw.isdigit()):
         return None
-    position = int(raw)
+    digits = raw.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_POSITION)):  # int() of thousands of digits would raise
+        return None
+    position = int(digits)
     return position if position <= MAX_POSITION else None
 
 

@@ -152,9 +152,18 @@ function refreshSoon(conversationId) {
   }, 100);
 }
 
+// The id in the address, percent-decoded; a hand-typed address with a stray "%" is taken as written.
+function decodedId(encoded) {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
 function route() {
   const match = window.location.hash.match(/^#\/conversations\/(.+)$/);
-  view.selectedId = match ? decodeURIComponent(match[1]) : null;
+  view.selectedId = match ? decodedId(match[1]) : null;
   view.detailSignature = "";
   document.body.classList.toggle("has-selection", Boolean(view.selectedId));
   $("inbox-view").hidden = Boolean(view.selectedId);
