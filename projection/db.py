@@ -62,6 +62,10 @@ CREATE TABLE IF NOT EXISTS ui_decision_claims (
     decided_by TEXT,
     claimed_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ui_sessions (
+    session_hash TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
+);
 """
 
 

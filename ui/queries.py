@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import quote
 
 from projection import reader
 from settings import Settings
 
-APPROVAL_STATUSES = ("pending", "sent", "resolved", "all")
+ApprovalStatus = Literal["pending", "sent", "resolved", "all"]
+APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 # "sent" rows are unresolved rows with a claimed decision: the reader's "pending" filter, narrowed here.
 READER_FILTERS: dict[str, reader.ApprovalFilter] = {
     "pending": "pending",
