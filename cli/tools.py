@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from cli.errors import EXIT_OK, EXIT_USAGE, CliError
-from cli.output import note, print_json, table
+from cli.output import note, print_json, shown, table
 from cli.temporal import Session
 
 
@@ -87,5 +87,5 @@ async def tools(args: argparse.Namespace, session: Session) -> int:
     ]
     print(table(["TOOL", "SOURCE", "PERMISSION", "VERDICT", "RULES", "HINTS"], rows))
     for source, why in listing["unavailable"].items():
-        note(f"unavailable: {source}: {why}")
+        note(shown(f"unavailable: {source}: {why}"))
     return EXIT_OK

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from settings import Settings
 from tests.conftest import binary
@@ -64,6 +67,12 @@ def git_repo(path: Path) -> Path:
 
 def commit_count(repo: Path) -> int:
     return len(git(repo, "log", "--format=%H").split())
+
+
+def git_processes() -> list[psutil.Process]:
+    """The mcp-server-git processes this test process started (through a worker in it)."""
+    me = psutil.Process(os.getpid())
+    return [p for p in me.children(recursive=True) if any("mcp-server-git" in part for part in p.cmdline())]
 
 
 def git_server(repo: Path) -> dict[str, Any]:

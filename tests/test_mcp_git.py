@@ -11,7 +11,7 @@ from control import send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, tool_messages, wait_pending, wait_status
-from tests.mcp_support import commit_count, git_repo, git_server, with_config
+from tests.mcp_support import commit_count, git_processes, git_repo, git_server, with_config
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -48,6 +48,8 @@ async def test_status_runs_under_an_allow_rule_and_an_approved_commit_happens_on
             client, git_settings, DecisionInput(request_id=pending["request_id"], decision="allow", decided_by="ann")
         )
         state = await wait_status(client, cid, "idle")
+        assert len(git_processes()) == 1, "one server, started on demand and reused"
+    assert git_processes() == [], "the server stopped with the worker"
 
     status, committed = tool_messages(state)
     assert "Changes to be committed" in status and "notes.txt" in status

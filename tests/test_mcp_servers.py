@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 from pathlib import Path
 
-import psutil
-
 from activities.mcp_servers import McpServers
 from activities.tool_config import McpServerConfig
-from tests.mcp_support import git_repo, git_server
-
-
-def git_processes() -> list[psutil.Process]:
-    me = psutil.Process(os.getpid())
-    return [p for p in me.children(recursive=True) if any("mcp-server-git" in part for part in p.cmdline())]
+from tests.mcp_support import git_processes, git_repo, git_server
 
 
 async def test_a_stdio_server_starts_on_demand_is_reused_restarted_and_stopped(tmp_path: Path) -> None:
