@@ -7,7 +7,7 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 COPY pyproject.toml ./
-COPY settings.py connection.py control.py worker.py starter.py approvals_tools.py ./
+COPY settings.py connection.py control.py worker.py starter.py visible.py approvals_tools.py ./
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY projection/ projection/
