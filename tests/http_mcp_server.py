@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
+import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import Tool, ToolAnnotations
@@ -60,5 +62,20 @@ def lookup(key: str) -> str:
     return "found it"
 
 
+def app_logging_authorization() -> Any:
+    """The server's ASGI app, noting each Authorization header it receives (configured headers)."""
+    app = server.streamable_http_app()
+
+    async def logged(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            auth = dict(scope["headers"]).get(b"authorization")
+            if auth:
+                with (STATE / "headers.log").open("a") as log:
+                    log.write(auth.decode() + "\n")
+        await app(scope, receive, send)
+
+    return logged
+
+
 if __name__ == "__main__":
-    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    uvicorn.run(app_logging_authorization(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

@@ -88,7 +88,8 @@ async def test_schema_errors_and_tool_errors_reach_the_model_and_nobody_is_asked
     tmp_path: Path,
     histories: HistoryRecorder,
 ) -> None:
-    settings = configured(settings, tmp_path, server, allow=["mcp__t__lookup"])
+    servers = {"t": {"url": server.url, "headers": {"Authorization": "Bearer t0ken"}}}
+    settings = with_config(settings, tmp_path / "tools.toml", {"allow": ["mcp__t__lookup"]}, servers)
     model.behaviour = calls_then_summary(
         ("c_type", "mcp__t__stamp", {"label": 5}),
         ("c_missing", "mcp__t__stamp", {}),
@@ -107,6 +108,8 @@ async def test_schema_errors_and_tool_errors_reach_the_model_and_nobody_is_asked
     assert results["c_error"].startswith("Error from the tool") and "no such key: nope" in results["c_error"]
     assert results["c_ok"] == "found it"
     assert approvals(settings, cid) == [] and server.calls() == []
+    headers = (server.state_dir / "headers.log").read_text().splitlines()
+    assert headers and set(headers) == {"Bearer t0ken"}, "the configured headers go with every request"
 
 
 async def test_a_server_that_is_down_leaves_its_tools_out_and_the_turn_goes_on(
