@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
@@ -48,7 +49,9 @@ async def start_conversation(request: Request) -> dict[str, Any]:
     settings = _settings(request)
     client = await _client(request)
     try:
-        conversation_id = await control.start_conversation(client, settings, body.message)
+        conversation_id = await control.start_conversation(client, settings, body.message, body.conversation_id)
+    except WorkflowAlreadyStartedError:
+        raise Conflict(f"conversation {body.conversation_id} already exists") from None
     except RPCError as err:
         raise ServiceUnavailable(f"Temporal refused to start the conversation: {err.message}") from None
     return {"conversation_id": conversation_id, "temporal_url": queries.temporal_url(settings, conversation_id)}
