@@ -77,19 +77,23 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
             status = await status_from_search_attributes(client, conversation_id)
         if status is None:
             raise NotFound(f"no conversation {conversation_id}") from None
-        return {**view, **_projection_only(err, status, approvals)}
+        return {**view, **_projection_only(err, status, approvals, row.get("last_error") if row else None)}
     dumped = state.model_dump(mode="json")
     dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system"]
     return {**view, **dumped, "worker_online": True, "notice": None}
 
 
-def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]]) -> dict[str, Any]:
+def _projection_only(
+    err: Exception, status: str, approvals: list[dict[str, Any]], last_error: str | None
+) -> dict[str, Any]:
     """The conversation as far as it is known without a worker: status and approvals, no transcript."""
     notice = (
         "No worker answered, so the transcript is not available; this is what the approvals projection knows."
         if isinstance(err, WorkerUnavailable)
         else f"Temporal could not answer ({err}); this is what the approvals projection knows."
     )
+    if status == "failed" and last_error:
+        notice = f"The conversation failed, so the transcript is not available: {last_error}"
     return {
         "worker_online": False,
         "notice": notice,
@@ -99,7 +103,7 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
         "pending_approvals": [a for a in approvals if a["status"] != "resolved"],
         "always_allow": [],
         "auto_approve": False,
-        "last_error": None,
+        "last_error": last_error,
     }
 
 
