@@ -73,6 +73,8 @@ async def test_ui_start_refuses_with_422(client: Client, settings: Settings) -> 
         started = await http.post("/api/conversations", json={"message": "hi", "conversation_id": "conv-ui.1"})
         assert started.status_code == 201, started.text
         assert started.json()["conversation_id"] == "conv-ui.1"
+        again = await http.post("/api/conversations", json={"message": "hi", "conversation_id": "conv-ui.1"})
+        assert again.status_code == 409, again.text
     with pytest.raises(RPCError, match="not found"):
         await client.get_workflow_handle(COLLIDING).describe()
     await client.get_workflow_handle("conv-ui.1").terminate("test done")
