@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError
 
 from projection.db import Writer
@@ -125,7 +125,7 @@ class FailureWatch:
                     await asyncio.to_thread(self._mark_failed, conversation_id, row, failure)
                 elif failure is None and row["marked"]:
                     await self._heal(conversation_id)
-            except RPCError as err:
+            except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
                 log.warning("failure watch: cannot check %s: %s", conversation_id, err)
 
     def _mark_failed(self, conversation_id: str, row: dict[str, object], failure: TaskFailure) -> None:
@@ -137,6 +137,9 @@ class FailureWatch:
     async def _heal(self, conversation_id: str) -> None:
         from control import get_state  # control imports the CLI's claims; keep this module light
 
+        handle = self._client.get_workflow_handle(conversation_id)
+        if (await handle.describe(rpc_timeout=RPC_TIMEOUT)).status != WorkflowExecutionStatus.RUNNING:
+            return  # terminated or timed out while failing: it stays failed, with its reason
         state = await get_state(self._client, conversation_id, timeout=RPC_TIMEOUT)
         if state.turn_status == "failed":
             return
