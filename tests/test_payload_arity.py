@@ -6,17 +6,14 @@ arguments. Each is logged and changes nothing; a proper decision afterwards comp
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from control import get_state, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status
+from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import (
@@ -30,15 +27,6 @@ from workflows.models import (
     ConversationState,
     DecisionResult,
 )
-
-
-async def workflow_task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
-    history = await handle.fetch_history()
-    return [
-        e.workflow_task_failed_event_attributes.failure.message
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    ]
 
 
 async def test_wrong_arities_change_nothing_and_approve_still_completes(

@@ -25,9 +25,8 @@ from temporalio.exceptions import ApplicationError
 from control import get_state, send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status
+from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures
 from tests.scripts import ScriptedModel, calls_then_summary
-from tests.test_payload_arity import workflow_task_failures
 from worker import build_worker
 from workflows.models import (
     ERROR_INVALID_DECISION,
