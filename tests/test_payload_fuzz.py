@@ -164,10 +164,12 @@ async def test_random_payloads_never_fail_a_task_or_change_state(
         [row] = await wait_pending(settings.approvals_db, cid, 1)
         handle = client.get_workflow_handle(cid)
         before = fingerprint(await get_state(client, cid))
+        delivered: list[Send] = []
 
         async def batch(sends: list[Send]) -> None:
             for send in sends:
                 await deliver(handle, send)
+                delivered.append(send)
             assert fingerprint(await get_state(client, cid)) == before
             assert await workflow_task_failures(handle) == []
 
@@ -179,6 +181,7 @@ async def test_random_payloads_never_fail_a_task_or_change_state(
             asyncio.run_coroutine_threadsafe(batch(sends), loop).result(timeout=120)
 
         await asyncio.to_thread(property_holds)
+        assert len(delivered) >= 40 and {s.name for s in delivered} == {*NAMES, UPDATE_DECIDE, QUERY_GET_STATE}
 
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")
