@@ -13,7 +13,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from control import get_state
-from workflows.models import ConversationState
+from workflows.models import ChatMessage, ConversationState
 
 T = TypeVar("T")
 
@@ -88,3 +88,16 @@ async def workflow_task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
     ]
+
+
+def archived(db: Path, conversation_id: str) -> list[dict[str, Any]]:
+    """The projection's transcript archive of one conversation: (seq, message_json) rows."""
+    sql = "SELECT seq, message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq"
+    return rows(db, sql, conversation_id)
+
+
+def full_transcript(db: Path, state: ConversationState) -> list[ChatMessage]:
+    """What people read: the archived messages, then the workflow's current ones after its head
+    (the system prompt and the summary of what was compacted)."""
+    old = [ChatMessage.model_validate_json(row["message_json"]) for row in archived(db, state.conversation_id)]
+    return old + [m for m in state.messages if m.role != "system"]
