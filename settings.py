@@ -110,6 +110,7 @@ class Settings:
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
     workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
     context_budget_tokens: int = field(default_factory=_context_budget)
+    failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
 
     def load_policy(self) -> PolicyRules:

@@ -18,6 +18,7 @@ from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from connection import connect
 from projection.db import Writer
+from projection.failure_watch import FailureWatch
 from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
@@ -75,8 +76,14 @@ async def main() -> None:
     settings = Settings()
     client = await connect(settings)
     worker = build_worker(client, settings)
+    # Beside the worker: shows a conversation whose workflow task keeps failing as failed, with why.
+    watch = FailureWatch(client, Writer(settings.approvals_db), settings.failure_watch_interval)
+    watching = asyncio.create_task(watch.run())
     logging.info("worker ready: task queue %s on %s", settings.task_queue, settings.temporal_address)
-    await worker.run()
+    try:
+        await worker.run()
+    finally:
+        watching.cancel()
 
 
 if __name__ == "__main__":

@@ -89,8 +89,8 @@ def write_approval_resolved(conn: sqlite3.Connection, payload: ApprovalResolvedP
     )
     conn.execute(
         """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
-           WHERE request_id = ? AND resolved_at IS NULL""",
-        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id),
+           WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
+        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
     )
 
 

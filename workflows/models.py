@@ -34,7 +34,8 @@ RuleVerdict = Literal["allow", "ask", "deny"]
 
 
 def request_id_for(conversation_id: str, tool_call_id: str) -> str:
-    """The approval key: one request of one conversation, never reused."""
+    """The approval key: one request of one conversation, never reused (unambiguous because a
+    conversation id holds no `_`, see workflows/ids.py)."""
     return f"perm_{conversation_id}_{tool_call_id}"
 
 
