@@ -30,7 +30,7 @@ from cli.run_plan import (
 from cli.supervisor import Child, Supervisor, say
 from connection import connect
 from control import start_conversation
-from projection.reader import list_conversations, reading
+from projection.store import ProjectionStore
 from settings import Settings
 
 DEMO_MESSAGE = "write hello to notes.txt"
@@ -120,9 +120,12 @@ class LocalRun:
 
     async def _start_demo_conversation(self, client: Client, settings: Settings) -> None:
         """A first conversation that waits for approval, so a newcomer sees something pending."""
-        with reading(settings.approvals_db) as conn:
-            if list_conversations(conn):
+        store = ProjectionStore(settings.approvals_db)
+        try:
+            if (await store.conversations(limit=1)).items:
                 return
+        finally:
+            await store.close()
         conversation_id = await start_conversation(client, settings, DEMO_MESSAGE)
         say(f"✓ started a first conversation, {conversation_id}: {DEMO_MESSAGE!r} (it will wait for your approval)")
 

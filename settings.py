@@ -47,12 +47,39 @@ def _float_env(name: str, default: float) -> float:
     return value
 
 
+def _count_env(name: str, default: int) -> int:
+    """A whole number, zero allowed (a workflow cache of 0 is valid: every task replays)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+def _database(name: str, default: str | None) -> str | Path | None:
+    """A database setting: a PostgreSQL URL stays a string, anything else is a SQLite path."""
+    from projection.backend import is_postgres, sqlite_path
+
+    raw = os.environ.get(name) or default
+    if raw is None:
+        return None
+    return raw if is_postgres(raw) else sqlite_path(raw)
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
     namespace: str = field(default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default"))
     task_queue: str = field(default_factory=lambda: os.environ.get("TASK_QUEUE", "durable-approvals"))
-    approvals_db: Path = field(default_factory=lambda: Path(os.environ.get("APPROVALS_DB", "data/approvals.db")))
+    # A SQLite path (plain or `sqlite:///path`) or a `postgresql://` URL.
+    approvals_db: str | Path = field(default_factory=lambda: _database("APPROVALS_DB", "data/approvals.db") or "")
+    # LEDGER_DB, read once like every setting; None means beside approvals_db (see `ledger_db`).
+    ledger_location: str | Path | None = field(default_factory=lambda: _database("LEDGER_DB", None))
     workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
     openai_base_url: str = field(default_factory=_model_url)
     openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
@@ -62,7 +89,7 @@ class Settings:
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
-    workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
+    workflow_cache_size: int = field(default_factory=lambda: _count_env("WORKFLOW_CACHE_SIZE", 1000))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
 
     def load_policy(self) -> PolicyRules:
@@ -83,6 +110,11 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {path} is not a valid policy: {err}") from None
 
     @property
-    def ledger_db(self) -> Path:
-        """The execution ledger lives apart from the projection, so losing one never loses the other."""
-        return Path(os.environ.get("LEDGER_DB") or self.approvals_db.with_name("ledger.db"))
+    def ledger_db(self) -> str | Path:
+        """The execution ledger: a file of its own beside a SQLite projection, so losing one never
+        loses the other; its own table in the same database beside a PostgreSQL projection."""
+        if self.ledger_location is not None:
+            return self.ledger_location
+        if isinstance(self.approvals_db, Path):
+            return self.approvals_db.with_name("ledger.db")
+        return self.approvals_db

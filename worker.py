@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from temporalio.client import Client
@@ -16,7 +15,7 @@ from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
 from activities.tools import ToolActivities
 from connection import connect
-from projection.db import Writer
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
@@ -25,7 +24,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     """A worker for settings.task_queue; tests pass their own settings and worker options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    projection = Writer(settings.approvals_db)
+    projection = ProjectionStore(settings.approvals_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
     tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection)
     writes = ProjectionActivities(projection)
@@ -43,8 +42,6 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             writes.project_approval_requested,
             writes.project_approval_resolved,
         ],
-        # The projection activities are synchronous sqlite writes; they run on these threads.
-        activity_executor=ThreadPoolExecutor(max_workers=8),
         **worker_options,
     )
 

@@ -8,7 +8,7 @@ from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
-from projection.db import Writer
+from projection.store import ProjectionStore
 from workflows.activity_calls import EXECUTE_TOOL
 from workflows.models import ToolRequest, ToolResult
 from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
@@ -17,7 +17,7 @@ SIDE_EFFECT_PERMISSIONS = frozenset({"write", "execute"})
 
 
 class ToolActivities:
-    def __init__(self, workspace_dir: Path, ledger: Ledger, projection: Writer) -> None:
+    def __init__(self, workspace_dir: Path, ledger: Ledger, projection: ProjectionStore) -> None:
         self._workspace = Workspace(workspace_dir)
         self._ledger = ledger
         self._projection = projection
@@ -27,18 +27,25 @@ class ToolActivities:
         spec = TOOL_SPECS[request.tool_name]
         once = spec.permission_type in SIDE_EFFECT_PERMISSIONS
         if once:
-            claim = self._ledger.claim(request.request_id, request.tool_name, activity.info().attempt)
+            attempt = activity.info().attempt
+            claim = await self._ledger.claim(request.request_id, request.tool_name, attempt)
             if claim.verdict == "finished" and claim.result is not None:
+                await self._projection.mark_execution(request.request_id, "done")
                 return claim.result
             if claim.verdict == "unknown":
-                self._mark(request.request_id, "unknown")
+                await self._projection.mark_execution(request.request_id, "unknown")
                 activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
                 return unknown_outcome_result(request.tool_name, request.arguments)
-            self._mark(request.request_id, "running")
+            await self._projection.mark_execution(request.request_id, "running")
+            # Only now does the ledger count the tool as started: a failure before this line (the
+            # projection write above, say) leaves the claim re-runnable by the next attempt.
+            if not await self._ledger.start(request.request_id, attempt):
+                activity.logger.warning("not running %s: a later attempt owns it", request.request_id)
+                return unknown_outcome_result(request.tool_name, request.arguments)
         result = await self._run(request)
         if once:
-            self._ledger.finish(request.request_id, result)
-            self._mark(request.request_id, "done")
+            await self._ledger.finish(request.request_id, result)
+            await self._projection.mark_execution(request.request_id, "done")
         return result
 
     async def _run(self, request: ToolRequest) -> ToolResult:
@@ -49,9 +56,3 @@ class ToolActivities:
         except (InvalidToolCall, ValueError, OSError) as err:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)
-
-    def _mark(self, request_id: str, state: str) -> None:
-        with self._projection.transaction() as conn:
-            conn.execute(
-                "UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id)
-            )

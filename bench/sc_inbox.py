@@ -2,25 +2,27 @@
 
 The file gets the project's own schema (projection.db) and 100,000 conversations with one
 approval each, 1% of them still pending, as a busy deployment would hold after a while. Each
-query runs through the reader functions the CLI and UI call, on an open read-only connection;
-opening a reader (connect_reader) is timed on its own.
+query runs through the projection store the CLI and UI call (a keyset page, as the UI asks for
+it; the whole list once, for comparison).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.harness import Bench, say
 from bench.stats import summary_ms
-from projection import reader
-from projection.db import connect_reader, connect_writer
+from projection.db import connect_writer
+from projection.reader import Page
+from projection.store import ProjectionStore
 
 PENDING_EVERY = 100  # 1% of approvals still wait
+PAGE = 50  # the inbox's page
 
 
 def populate(db: Path, rows: int) -> None:
@@ -54,12 +56,12 @@ def populate(db: Path, rows: int) -> None:
     conn.close()
 
 
-def timed(action: Callable[[], Any], repeats: int) -> tuple[list[float], Any]:
-    action()  # warm the page cache once, as a running UI would have it
+async def timed(action: Callable[[], Awaitable[Any]], repeats: int) -> tuple[list[float], Any]:
+    await action()  # warm the page cache once, as a running UI would have it
     times, result = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
-        result = action()
+        result = await action()
         times.append(time.perf_counter() - t0)
     return times, result
 
@@ -69,23 +71,24 @@ async def run(bench: Bench, rows: int) -> dict[str, Any]:
     t0 = time.monotonic()
     populate(db, rows)
     say(f"inbox: {rows} conversations and approvals written in {time.monotonic() - t0:.1f}s")
-    conn = connect_reader(db)
+    store = ProjectionStore(db)
     one = f"conv-{(rows // 2) // PENDING_EVERY * PENDING_EVERY:08d}"
-    queries: dict[str, tuple[Callable[[], Any], int]] = {
-        "list_conversations (all rows)": (lambda: reader.list_conversations(conn), 20),
-        "list_approvals pending": (lambda: reader.list_approvals(conn, "pending"), 100),
-        "list_approvals pending, one conversation": (lambda: reader.list_approvals(conn, "pending", one), 500),
-        "get_conversation": (lambda: reader.get_conversation(conn, one), 500),
-        "open a reader (connect_reader)": (lambda: connect_reader(db).close(), 100),
+    first = await store.conversations(PAGE)
+    queries: dict[str, tuple[Callable[[], Awaitable[Any]], int]] = {
+        "inbox first page": (lambda: store.conversations(PAGE), 200),
+        "inbox second page": (lambda: store.conversations(PAGE, first.next), 200),
+        "inbox first page, awaiting approval": (lambda: store.conversations(PAGE, status="awaiting_approval"), 200),
+        "pending approvals first page": (lambda: store.approvals("pending", limit=PAGE), 200),
+        "pending approvals, one conversation": (lambda: store.approvals("pending", one), 500),
+        "get_conversation": (lambda: store.conversation(one), 500),
+        "list_conversations (all rows)": (lambda: store.conversations(), 10),
     }
     out: dict[str, Any] = {"rows": rows, "pending": rows // PENDING_EVERY, "queries": {}}
     for name, (action, repeats) in queries.items():
-        times, result = timed(action, repeats)
-        returned = len(result) if isinstance(result, list) else (None if result is None else 1)
+        times, result = await timed(action, repeats)
+        returned = len(result.items) if isinstance(result, Page) else (None if result is None else 1)
         out["queries"][name] = {**summary_ms(times), "rows_returned": returned}
         say(f"inbox: {name}: p50 {out['queries'][name]['p50_ms']} ms, returns {returned} rows")
-    conn.close()
-    bench.check(
-        "inbox: pending approvals listed", rows // PENDING_EVERY, len(reader.list_approvals(connect_reader(db)))
-    )
+    bench.check("inbox: pending approvals listed", rows // PENDING_EVERY, len((await store.approvals()).items))
+    await store.close()
     return out

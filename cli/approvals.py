@@ -12,26 +12,18 @@ import argparse
 import getpass
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_OK, refused
-from cli.output import note, print_json, short_time, table, tool_call_text
+from cli.errors import EXIT_OK, paged, refused
+from cli.output import more_pages, note, print_json, short_time, table, tool_call_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
     from workflows.models import Decision
 
 
-def _read_approval(session: Session, request_id: str) -> dict[str, Any] | None:
-    from projection.reader import get_approval, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        return get_approval(conn, request_id)
-
-
-def pending(args: argparse.Namespace, session: Session) -> int:
-    from projection.reader import list_approvals, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        rows = list_approvals(conn, "pending", args.conversation)
+async def pending(args: argparse.Namespace, session: Session) -> int:
+    page = await paged(session.store().approvals("pending", args.conversation, args.limit, args.after))
+    rows = page.items
+    more_pages(page.next)
     if args.json:
         print_json(rows)
         return EXIT_OK
@@ -68,19 +60,13 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
     return None
 
 
-def decide(args: argparse.Namespace, session: Session) -> int:
-    """Synchronous up to the refusal check, so a refused decision costs no event loop and no client."""
-    row = _read_approval(session, args.request_id)
+async def decide(args: argparse.Namespace, session: Session) -> int:
+    """The refusal check needs only the projection, so a refused decision never connects to Temporal."""
+    row = await session.store().approval(args.request_id)
     why = _refusal(row, args.request_id, args.conversation)
     if why is not None:
         raise refused(why)
     assert row is not None
-    import asyncio
-
-    return asyncio.run(_send(args, session, row))
-
-
-async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any]) -> int:
     decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
 
     from control import send_decision
@@ -91,7 +77,10 @@ async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any])
     decided_by = args.decided_by or getpass.getuser()
     request = DecisionInput(request_id=args.request_id, decision=decision, reason=args.reason, decided_by=decided_by)
     try:
-        await rpc(send_decision(client, session.settings, request), f"sending the decision on {args.request_id}")
+        await rpc(
+            send_decision(client, session.settings, request, session.store()),
+            f"sending the decision on {args.request_id}",
+        )
     except DecisionRefused as err:
         raise refused(str(err)) from None
     verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]

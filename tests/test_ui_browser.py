@@ -220,7 +220,7 @@ async def test_token_login_and_a_decision_while_no_worker_runs(
     """The inbox reads the projection alone; a decision goes out by signal and shows as sent."""
     guarded = replace(settings, ui_token="browser-token")
     cid = await start_conversation(client, guarded, "write notes (no worker runs)")
-    request_id = seed_pending(guarded, cid)
+    request_id = await seed_pending(guarded, cid)
     served = served_app(guarded, env.client.service_client.config.target_host)
     context = await browser.new_context()
     try:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
 from projection.claims import DecisionRefused
+from projection.reader import BadCursor, Page
+from projection.store import ProjectionStore
 from settings import Settings
 from ui import queries
 from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
@@ -27,6 +28,26 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
+def _store(request: Request) -> ProjectionStore:
+    return request.app.state.store  # type: ignore[no-any-return]
+
+
+def _page_size(limit: int | None) -> int:
+    if limit is None:
+        return queries.DEFAULT_PAGE
+    if not 1 <= limit <= queries.MAX_PAGE:
+        raise Unprocessable(f"limit must be between 1 and {queries.MAX_PAGE}")
+    return limit
+
+
+def _paged(request: Request, response: Response, page: Page) -> list[dict[str, Any]]:
+    """The body stays a plain list; the next page is named in `X-Next-Cursor` and a `Link` header."""
+    if page.next is not None:
+        response.headers["X-Next-Cursor"] = page.next
+        response.headers["Link"] = f'<{request.url.include_query_params(after=page.next)}>; rel="next"'
+    return page.items
+
+
 async def _client(request: Request) -> Client:
     return await request.app.state.client_provider()  # type: ignore[no-any-return]
 
@@ -38,8 +59,15 @@ def session(request: Request) -> dict[str, Any]:
 
 
 @router.get("/conversations")
-def list_conversations(request: Request) -> list[dict[str, Any]]:
-    return queries.conversations(_settings(request))
+async def list_conversations(
+    request: Request, response: Response, limit: int | None = None, after: str | None = None, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Newest first, a page at a time (`?limit=&after=`), optionally one turn status (`?status=`)."""
+    try:
+        page = await queries.conversations(_store(request), _settings(request), _page_size(limit), after, status)
+    except BadCursor as err:
+        raise Unprocessable(str(err)) from None
+    return _paged(request, response, page)
 
 
 @router.post("/conversations", status_code=201)
@@ -58,7 +86,7 @@ async def start_conversation(request: Request) -> dict[str, Any]:
 async def get_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     """The workflow's own state when a worker answers; otherwise what the projection knows, and why."""
     settings = _settings(request)
-    row, approvals = await asyncio.to_thread(queries.conversation_view, settings, conversation_id)
+    row, approvals = await _store(request).conversation_view(conversation_id)
     view: dict[str, Any] = {
         "conversation_id": conversation_id,
         "approvals": approvals,
@@ -111,15 +139,27 @@ async def send_message(request: Request, conversation_id: str) -> dict[str, Any]
 
 
 @router.get("/approvals")
-def list_approvals(request: Request, status: str = "pending", conversation_id: str | None = None) -> list[dict]:
+async def list_approvals(
+    request: Request,
+    response: Response,
+    status: str = "pending",
+    conversation_id: str | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> list[dict]:
+    """Oldest first, a page at a time (`?limit=&after=`)."""
     if status not in queries.APPROVAL_STATUSES:
         raise Unprocessable(f"status must be one of {', '.join(queries.APPROVAL_STATUSES)}")
-    return queries.approvals(_settings(request), status, conversation_id)
+    try:
+        page = await queries.approvals(_store(request), status, conversation_id, _page_size(limit), after)
+    except BadCursor as err:
+        raise Unprocessable(str(err)) from None
+    return _paged(request, response, page)
 
 
 @router.get("/approvals/{request_id}")
-def get_approval(request: Request, request_id: str) -> dict[str, Any]:
-    found = queries.approval(_settings(request), request_id)
+async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+    found = await _store(request).approval(request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     return found
@@ -129,30 +169,30 @@ def get_approval(request: Request, request_id: str) -> dict[str, Any]:
 async def decide(request: Request, request_id: str) -> JSONResponse:
     """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
     body = await read_json_body(request, DecisionBody)
-    settings = _settings(request)
-    if await asyncio.to_thread(queries.approval, settings, request_id) is None:
+    settings, store = _settings(request), _store(request)
+    if await store.approval(request_id) is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     decision = DecisionInput(
         request_id=request_id, decision=body.decision, reason=body.reason or None, decided_by=body.name or "web"
     )
     client = await _client(request)
     try:
-        await control.send_decision(client, settings, decision)
+        await control.send_decision(client, settings, decision, store)
     except DecisionRefused as err:
-        raise _refusal(err, settings, request_id) from None
+        raise await _refusal(err, store, request_id) from None
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             raise Conflict(
                 "the conversation is no longer running, so nothing can be decided", error_type="ConversationClosed"
             ) from None
         raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
-    approval = await asyncio.to_thread(queries.approval, settings, request_id)
+    approval = await store.approval(request_id)
     return JSONResponse(
         {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
     )
 
 
-def _refusal(err: DecisionRefused, settings: Settings, request_id: str) -> HttpError:
+async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:
     if err.error_type == ERROR_UNKNOWN_APPROVAL:
         return NotFound(str(err), error_type=err.error_type)
-    return Conflict(str(err), error_type=err.error_type, extra={"approval": queries.approval(settings, request_id)})
+    return Conflict(str(err), error_type=err.error_type, extra={"approval": await store.approval(request_id)})
