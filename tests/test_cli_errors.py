@@ -16,17 +16,18 @@ from typing import Any
 import pytest
 
 from tests.helpers import rows
+from tests.postgres import BACKENDS, database_for
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack, one_line, until
 
 RUNS = 50
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("cli-errors")
     server = DevServer(tmp / "temporal.db", tmp / "temporal.log").start()
-    system = make_stack(tmp, server.address)
+    system = make_stack(tmp, server.address, database_for(request, request.param, tmp))
     system.start_worker()
     yield system
     system.stop()
