@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,8 @@ class Settings:
     # LEDGER_DB, read once like every setting; None means beside approvals_db (see `ledger_db`).
     ledger_location: str | Path | None = field(default_factory=lambda: _database("LEDGER_DB", None))
     workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
+    # This worker's host: a conversation's tools run on the host that holds its workspace.
+    worker_host: str = field(default_factory=lambda: os.environ.get("WORKER_HOST") or socket.gethostname())
     openai_base_url: str = field(default_factory=_model_url)
     openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
     llm_model: str = field(default_factory=_model_name)
@@ -91,6 +94,11 @@ class Settings:
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
     workflow_cache_size: int = field(default_factory=lambda: _count_env("WORKFLOW_CACHE_SIZE", 1000))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+
+    @property
+    def host_task_queue(self) -> str:
+        """The task queue only this host's workers poll: the tools of the conversations pinned here."""
+        return f"{self.task_queue}@{self.worker_host}"
 
     def load_policy(self) -> PolicyRules:
         """Read POLICY_FILE once; its rules travel in the workflow input so replays agree."""

@@ -1,4 +1,9 @@
-"""The worker: runs ConversationWorkflow and every activity (model, tools, projection)."""
+"""The worker: runs ConversationWorkflow and every activity (model, tools, projection).
+
+It polls two task queues: the deployment's shared one (workflows, the model, the projection) and
+its host's own one, where the tools of the conversations pinned to this host run, on this host's
+workspace (see activities/hosts.py).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
@@ -20,23 +26,51 @@ from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
 
-def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> Worker:
-    """A worker for settings.task_queue; tests pass their own settings and worker options."""
+class HostWorker:
+    """The shared-queue worker and the host-queue worker, started and stopped together."""
+
+    def __init__(self, shared: Worker, host: Worker, closers: list[Any]) -> None:
+        self.shared, self.host = shared, host
+        self._closers = closers
+
+    async def __aenter__(self) -> HostWorker:
+        await self.shared.__aenter__()
+        await self.host.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await asyncio.gather(self.host.__aexit__(*exc), self.shared.__aexit__(*exc))
+        finally:
+            for closer in self._closers:
+                await closer.close()
+
+    async def run(self) -> None:
+        async with self:
+            await asyncio.Event().wait()  # until cancelled (Ctrl-C, SIGTERM)
+
+
+def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> HostWorker:
+    """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     projection = ProjectionStore(settings.approvals_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
-    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection)
+    ledger = Ledger(settings.ledger_db)
+    tools = ToolActivities(settings.workspace_dir, ledger, projection)
     writes = ProjectionActivities(projection)
+    hosts = HostActivities(settings.host_task_queue)
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
-    return Worker(
+    shared = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[ConversationWorkflow],
         activities=[
             llm.call_llm,
+            hosts.pick_tool_host,
+            # Conversations started before tools were pinned to a host still run them here.
             tools.execute_tool,
             writes.project_conversation,
             writes.project_approval_requested,
@@ -44,6 +78,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         ],
         **worker_options,
     )
+    host = Worker(client, task_queue=settings.host_task_queue, activities=[tools.execute_tool])
+    return HostWorker(shared, host, [projection, ledger])
 
 
 async def main() -> None:
@@ -51,7 +87,12 @@ async def main() -> None:
     settings = Settings()
     client = await connect(settings)
     worker = build_worker(client, settings)
-    logging.info("worker ready: task queue %s on %s", settings.task_queue, settings.temporal_address)
+    logging.info(
+        "worker ready: task queues %s and %s on %s",
+        settings.task_queue,
+        settings.host_task_queue,
+        settings.temporal_address,
+    )
     await worker.run()
 
 

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
 
 CALL_LLM = "call_llm"
 EXECUTE_TOOL = "execute_tool"
+PICK_TOOL_HOST = "pick_tool_host"
 PROJECT_CONVERSATION = "project_conversation"
 PROJECT_APPROVAL_REQUESTED = "project_approval_requested"
 PROJECT_APPROVAL_RESOLVED = "project_approval_resolved"
@@ -52,10 +53,23 @@ async def call_llm(request: LlmRequest) -> ChatMessage:
     )
 
 
-async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
+async def pick_tool_host() -> str:
+    """The host task queue of whichever worker takes this: the conversation's tools run there from now on."""
+    return await workflow.execute_activity(
+        PICK_TOOL_HOST,
+        result_type=str,
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=PROJECTION_RETRY,
+        summary="pin this conversation's tools to a worker host",
+    )
+
+
+async def execute_tool(request: ToolRequest, summary: str, task_queue: str | None = None) -> ToolResult:
+    """task_queue: the host the conversation is pinned to (None: the workflow's own queue)."""
     return await workflow.execute_activity(
         EXECUTE_TOOL,
         request,
+        task_queue=task_queue,
         result_type=ToolResult,
         start_to_close_timeout=timedelta(minutes=10),
         heartbeat_timeout=timedelta(seconds=10),

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tool_runner import ToolRunner
 
 MAX_MODEL_STEPS_PER_TURN = 25
+PIN_TOOLS_TO_HOST = "pin-tools-to-host"
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -63,6 +64,7 @@ class ConversationWorkflow:
         self._auto_approve = start.auto_approve
         self._status = StatusKeeper(self._id)
         self._tools = ToolRunner(self)
+        self._tool_queue = start.tool_queue
 
     # ---- run loop -------------------------------------------------------------------------
     @workflow.run
@@ -99,6 +101,7 @@ class ConversationWorkflow:
                 "turn_count": self._turn_count,
                 "used_tool_call_ids": sorted(self._tools.used_ids),
                 "resolved": self._book.resolutions(),
+                "tool_queue": self._tool_queue,
             }
         )
 
@@ -159,6 +162,17 @@ class ConversationWorkflow:
     @property
     def kv(self) -> dict:
         return self._kv
+
+    async def tool_queue(self) -> str | None:
+        """Where this conversation's tools run: the host of the worker that first ran one of them.
+
+        Its workspace holds what earlier tools wrote, so every later tool goes there too. The choice
+        is an activity result, so it is in history and a replay (or another host) sees the same.
+        Histories from before this choice existed keep running their tools on the shared queue.
+        """
+        if self._tool_queue is None and workflow.patched(PIN_TOOLS_TO_HOST):
+            self._tool_queue = await calls.pick_tool_host()
+        return self._tool_queue
 
     def record_tool_message(self, call: ToolCall, content: str) -> None:
         self._messages.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))

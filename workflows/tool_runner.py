@@ -185,7 +185,7 @@ class ToolRunner:
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
             try:
-                result = await calls.execute_tool(request, summary)
+                result = await calls.execute_tool(request, summary, await conv.tool_queue())
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
