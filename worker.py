@@ -75,6 +75,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             writes.project_conversation,
             writes.project_approval_requested,
             writes.project_approval_resolved,
+            writes.project_compaction,
         ],
         **worker_options,
     )

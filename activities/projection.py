@@ -5,8 +5,18 @@ from __future__ import annotations
 from temporalio import activity
 
 from projection.store import ProjectionStore
-from workflows.activity_calls import PROJECT_APPROVAL_REQUESTED, PROJECT_APPROVAL_RESOLVED, PROJECT_CONVERSATION
-from workflows.models import ApprovalRequestedProjection, ApprovalResolvedProjection, ConversationProjection
+from workflows.activity_calls import (
+    PROJECT_APPROVAL_REQUESTED,
+    PROJECT_APPROVAL_RESOLVED,
+    PROJECT_COMPACTION,
+    PROJECT_CONVERSATION,
+)
+from workflows.models import (
+    ApprovalRequestedProjection,
+    ApprovalResolvedProjection,
+    CompactionProjection,
+    ConversationProjection,
+)
 
 
 class ProjectionActivities:
@@ -24,3 +34,7 @@ class ProjectionActivities:
     @activity.defn(name=PROJECT_APPROVAL_RESOLVED)
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self._store.project_approval_resolved(payload)
+
+    @activity.defn(name=PROJECT_COMPACTION)
+    async def project_compaction(self, payload: CompactionProjection) -> None:
+        await self._store.project_compaction(payload)

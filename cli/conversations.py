@@ -13,6 +13,7 @@ from cli.errors import EXIT_OK, CliError, paged, refused
 from cli.output import more_pages, note, print_json, safe, short_time, table, tool_call_text
 from cli.temporal import Session, rpc
 
+SUMMARY_NAME = "conversation_summary"  # workflows.compaction.SUMMARY_NAME, without importing pydantic
 STATUS_MARKS = {"awaiting_approval": "●", "running": "○", "failed": "✗"}
 
 
@@ -109,6 +110,9 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         state = await _projected_state(session, args.conversation)
     else:
         state["source"] = "worker"
+    archived = await session.store().archived_messages(args.conversation)
+    # The archive is written before messages leave the workflow, so it may be ahead of the answer.
+    state["archived"] = archived[: state["archived_messages"]] if state["messages"] is not None else archived
     if args.json:
         print_json(state)
         return EXIT_OK
@@ -118,10 +122,19 @@ async def show(args: argparse.Namespace, session: Session) -> int:
     for approval in state["pending_approvals"]:
         call = tool_call_text(approval["tool_name"], approval["arguments"])
         print(f"  waits for approval: {approval['request_id']}  {call}")
-    if state["messages"] is None:
+    if state["messages"] is None and not state["archived"]:
         print("  (transcript unavailable until a worker runs)")
         return EXIT_OK
     print()
+    for message in state["archived"]:
+        for line in transcript_lines(message):
+            print(line)
+    if state["messages"] is None:
+        print("-- the more recent messages need a running worker (python worker.py) to be shown --")
+        return EXIT_OK
+    if state["archived"]:
+        count = len(state["archived"])
+        print(f"-- the {count} message(s) above were compacted: the model sees this summary instead --")
     for message in state["messages"]:
         for line in transcript_lines(message):
             print(line)
@@ -132,6 +145,8 @@ def transcript_lines(message: dict[str, Any]) -> list[str]:
     """One message as a person reads it; model text escaped, tool calls exactly as proposed."""
     role = message["role"]
     if role == "system":
+        if message.get("name") == SUMMARY_NAME:
+            return [f"summary for the model: {safe(message.get('content') or '', keep_newlines=True)}"]
         return []
     content = safe(message.get("content") or "", keep_newlines=True)
     if role == "tool":

@@ -54,6 +54,15 @@ def _projection_v2(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v3(dialect: Dialect) -> list[str]:
+    """The transcript archive: messages a compaction took out of the model's view, for people."""
+    return [
+        """CREATE TABLE IF NOT EXISTS ui_transcript_archive (
+            conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, message_json TEXT NOT NULL,
+            archived_at TEXT NOT NULL, PRIMARY KEY (conversation_id, seq))""",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -63,7 +72,7 @@ def _ledger_v1(dialect: Dialect) -> list[str]:
 
 
 MIGRATIONS = {
-    "projection": [_projection_v1, _projection_v2],
+    "projection": [_projection_v1, _projection_v2, _projection_v3],
     "ledger": [_ledger_v1],
 }
 

@@ -156,3 +156,12 @@ async def events_after(
         row["event_id"] = int(row["event_id"])
         events.append(row)
     return events
+
+
+async def archived_messages(tx: Tx, conversation_id: str) -> list[dict[str, Any]]:
+    """The messages compactions took out of the model's transcript, oldest first: with the
+    workflow's current messages, the whole transcript as people read it."""
+    found = await tx.fetchall(
+        "SELECT message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq", (conversation_id,)
+    )
+    return [json.loads(row["message_json"]) for row in found]

@@ -17,6 +17,7 @@ from projection.reader import ApprovalFilter, Page
 from workflows.models import (
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
+    CompactionProjection,
     ConversationProjection,
     DecisionInput,
     ProjectionEvent,
@@ -40,6 +41,9 @@ class ProjectionStore:
 
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
+
+    async def project_compaction(self, payload: CompactionProjection) -> None:
+        await self.backend.run(lambda tx: writes.write_compaction(tx, payload))
 
     async def mark_execution(self, request_id: str, state: str) -> None:
         await self.backend.run(lambda tx: writes.mark_execution(tx, request_id, state))
@@ -90,6 +94,10 @@ class ProjectionStore:
         return await self.backend.run(
             lambda tx: reader.list_approvals(tx, status, conversation_id, limit, after), write=False
         )
+
+    async def archived_messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Messages compactions took out of the model's transcript, oldest first."""
+        return await self.backend.run(lambda tx: reader.archived_messages(tx, conversation_id), write=False)
 
     async def approval(self, request_id: str) -> dict[str, Any] | None:
         return await self.backend.run(lambda tx: reader.get_approval(tx, request_id), write=False)

@@ -10,6 +10,7 @@ from workflows.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
+    CompactionProjection,
     ConversationProjection,
 )
 
@@ -112,3 +113,16 @@ async def resolve_stale(tx: Tx, request_id: str, resolution: str, decided_by: st
         (resolution, decided_by, reason, now_iso(), request_id),
     )
     return changed > 0
+
+
+async def write_compaction(tx: Tx, payload: CompactionProjection) -> None:
+    """Archive messages a compaction takes out of the model's transcript; a row per position, so
+    a retried write adds nothing."""
+    archived_at = _iso(payload.conversation.updated_at)
+    for item in payload.messages:
+        await tx.execute(
+            """INSERT INTO ui_transcript_archive (conversation_id, seq, message_json, archived_at)
+               VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING""",
+            (payload.conversation.conversation_id, item.seq, item.message.model_dump_json(), archived_at),
+        )
+    await write_conversation(tx, payload.conversation)

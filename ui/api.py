@@ -19,6 +19,7 @@ from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
 from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
+from workflows.compaction import SUMMARY_NAME
 from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
@@ -104,7 +105,11 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
             raise NotFound(f"no conversation {conversation_id}") from None
         return {**view, **_projection_only(err, status, approvals)}
     dumped = state.model_dump(mode="json")
-    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system"]
+    # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
+    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
+    archived = await _store(request).archived_messages(conversation_id)
+    # Written before messages leave the workflow, the archive may be ahead of the state just read.
+    dumped["archived"] = archived[: state.archived_messages]
     return {**view, **dumped, "worker_online": True, "notice": None}
 
 
@@ -121,6 +126,7 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
         "turn_status": status,
         "turn_id": None,
         "messages": [],
+        "archived": [],
         "pending_approvals": [a for a in approvals if a["status"] != "resolved"],
         "always_allow": [],
         "auto_approve": False,

@@ -125,10 +125,11 @@ function renderDetail(detail) {
   syncCards($("conversation-approvals"), open, { showConversation: false });
   syncCards($("decided-cards"), decided, { showConversation: false });
   $("decided-approvals").hidden = decided.length === 0;
-  const signature = JSON.stringify(detail.messages) + String(detail.worker_online);
+  const archived = detail.archived || [];
+  const signature = JSON.stringify(detail.messages) + String(archived.length) + String(detail.worker_online);
   if (signature !== view.detailSignature) {
     view.detailSignature = signature;
-    const items = transcriptItems(detail.messages);
+    const items = transcriptItems(detail.messages, archived);
     if (!detail.worker_online) items.push(el("li", "message message-offline", "The transcript needs a running worker."));
     $("transcript").replaceChildren(...items);
   }

@@ -152,10 +152,22 @@ function messageItem(role, title, extraClass) {
   return item;
 }
 
-export function transcriptItems(messages) {
-  const items = [];
+// archived: messages a compaction took out of the model's transcript; they come first, then a
+// divider, then the summary the model works from and the current messages.
+export function transcriptItems(messages, archived = []) {
+  const items = archived.length ? transcriptItems(archived) : [];
+  if (archived.length) {
+    items.forEach((item) => item.classList.add("message-archived"));
+    const divider = el("li", "message compaction-divider",
+      `The ${archived.length} message(s) above were compacted: the model now works from the summary below.`);
+    items.push(divider);
+  }
   for (const message of messages) {
-    if (message.role === "user") {
+    if (message.role === "system" && message.name === "conversation_summary") {
+      const item = messageItem("summary", "Summary for the model");
+      item.append(el("p", "message-text", message.content || ""));
+      items.push(item);
+    } else if (message.role === "user") {
       const item = messageItem("user", "You");
       item.append(el("p", "message-text", message.content || ""));
       items.push(item);
