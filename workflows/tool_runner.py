@@ -75,6 +75,9 @@ class ToolRunner:
         """Calls run in the model's order. Those before the first asked call run at once; then every
         asked call of the message goes to a person together, and the rest follow as decisions land."""
         plans = [self._plan(call) for call in tool_calls]
+        if any(plan.verdict in ("allow", "ask") for plan in plans):
+            # Choose the host before anyone is asked, so a decision is never kept waiting for it.
+            await self._conv.tool_queue()
         first_ask = next((i for i, plan in enumerate(plans) if plan.verdict == "ask"), len(plans))
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
