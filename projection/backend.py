@@ -65,10 +65,10 @@ def is_postgres(location: str | Path) -> bool:
 
 
 def sqlite_path(location: str | Path) -> Path:
-    """`sqlite:///abs/path`, `sqlite:rel/path` or a plain path, as a filesystem path."""
+    """`sqlite:///abs/path` (or `sqlite:////abs/path`), `sqlite:rel/path` or a plain path, as a path."""
     text = str(location)
     if text.startswith("sqlite://"):
-        return Path(text.removeprefix("sqlite://"))
+        return Path("/" + text.removeprefix("sqlite://").lstrip("/"))
     if text.startswith("sqlite:"):
         return Path(text.removeprefix("sqlite:"))
     return Path(text)

@@ -60,6 +60,10 @@ def test_database_urls_and_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings()
     assert settings.approvals_db == Path("/srv/approvals/p.db")
     assert settings.ledger_db == Path("/srv/approvals/ledger.db")
+    monkeypatch.setenv("APPROVALS_DB", "sqlite:////srv/approvals/p.db")
+    assert Settings().approvals_db == Path("/srv/approvals/p.db")
+    monkeypatch.setenv("APPROVALS_DB", "sqlite:rel/p.db")
+    assert Settings().approvals_db == Path("rel/p.db")
     monkeypatch.setenv("APPROVALS_DB", "postgresql://app@db:5432/approvals")
     assert Settings().approvals_db == Settings().ledger_db == "postgresql://app@db:5432/approvals"
 
