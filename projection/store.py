@@ -20,7 +20,6 @@ from workflows.models import (
     CompactionProjection,
     ConversationProjection,
     DecisionInput,
-    ProjectionEvent,
 )
 
 
@@ -134,4 +133,4 @@ class ProjectionStore:
         await self.backend.wait_for_events(timeout, mark)
 
 
-__all__ = ["ClaimedDecision", "Page", "ProjectionEvent", "ProjectionStore"]
+__all__ = ["ClaimedDecision", "Page", "ProjectionStore"]

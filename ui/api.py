@@ -173,7 +173,7 @@ async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
 
 @router.post("/approvals/{request_id}/decision")
 async def decide(request: Request, request_id: str) -> JSONResponse:
-    """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
+    """First decision wins at once (a claim in the projection), then goes to the workflow by signal."""
     body = await read_json_body(request, DecisionBody)
     settings, store = _settings(request), _store(request)
     if await store.approval(request_id) is None:

@@ -85,7 +85,7 @@ async def execute_tool(request: ToolRequest, summary: str, task_queue: str | Non
 async def project(
     payload: ConversationProjection | ApprovalRequestedProjection | ApprovalResolvedProjection | CompactionProjection,
 ) -> None:
-    """Mirror state that history already holds into the SQLite read model."""
+    """Mirror state that history already holds into the read model."""
     if isinstance(payload, CompactionProjection):
         name = PROJECT_COMPACTION
         summary = f"projection: archive {len(payload.messages)} compacted message(s)"
