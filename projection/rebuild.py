@@ -119,9 +119,13 @@ async def _rebuild_one(
         await store.project_conversation(_conversation(cid, status, pending, version))  # type: ignore[arg-type]
         return
     report.queried += 1
-    report.pending_restored += await _write_state(store, state, version)
+    # Awaited first, added after: `report.x += await ...` would read x before the await and lose
+    # what the other conversations' tasks added meanwhile.
+    restored = await _write_state(store, state, version)
     keep = {approval.request_id for approval in state.pending_approvals}
-    report.stale_resolved += await _resolve_stale(store, cid, state.resolutions, keep=keep, fallback=None)
+    resolved = await _resolve_stale(store, cid, state.resolutions, keep=keep, fallback=None)
+    report.pending_restored += restored
+    report.stale_resolved += resolved
 
 
 def _conversation(
