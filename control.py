@@ -13,6 +13,7 @@ from temporalio.service import RPCError
 from projection.claims import DecisionRefused
 from projection.store import ProjectionStore
 from settings import Settings
+from workflows.ids import check_conversation_id
 from workflows.models import (
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
@@ -35,7 +36,8 @@ def new_conversation_id() -> str:
 async def start_conversation(
     client: Client, settings: Settings, message: str, conversation_id: str | None = None
 ) -> str:
-    conversation_id = conversation_id or new_conversation_id()
+    """Start one; an id outside the alphabet of workflows/ids.py raises InvalidConversationId."""
+    conversation_id = check_conversation_id(conversation_id or new_conversation_id())
     start = ConversationInput(
         conversation_id=conversation_id,
         policy=settings.load_policy(),

@@ -1,8 +1,8 @@
 """The worker: runs ConversationWorkflow and every activity (model, tools, projection).
 
-It polls two task queues: the deployment's shared one (workflows, the model, the projection) and
-its host's own one, where the tools of the conversations pinned to this host run, on this host's
-workspace (see activities/hosts.py).
+It polls two task queues: the deployment's shared one (workflows, the model, the tool catalog, the
+projection) and its host's own one, where the tools of the conversations pinned to this host run,
+on this host's workspace (see activities/hosts.py).
 """
 
 from __future__ import annotations
@@ -19,18 +19,21 @@ from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
+from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from connection import connect
+from projection.failure_watch import FailureWatch
 from projection.store import ProjectionStore
 from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
 
 class HostWorker:
-    """The shared-queue worker and the host-queue worker, started and stopped together."""
+    """The shared-queue worker and the host-queue worker, started and stopped together; on the way
+    out it stops the MCP servers it started and closes its databases."""
 
-    def __init__(self, shared: Worker, host: Worker, closers: list[Any]) -> None:
-        self.shared, self.host = shared, host
+    def __init__(self, shared: Worker, host: Worker, tools: ToolActivities, closers: list[Any]) -> None:
+        self.shared, self.host, self.tools = shared, host, tools
         self._closers = closers
 
     async def __aenter__(self) -> HostWorker:
@@ -42,6 +45,7 @@ class HostWorker:
         try:
             await asyncio.gather(self.host.__aexit__(*exc), self.shared.__aexit__(*exc))
         finally:
+            await self.tools.sources.close()
             for closer in self._closers:
                 await closer.close()
 
@@ -55,11 +59,13 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     projection = ProjectionStore(settings.approvals_db)
-    llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
     ledger = Ledger(settings.ledger_db)
-    tools = ToolActivities(settings.workspace_dir, ledger, projection)
+    llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
+    sources = ToolSources(settings.load_tools(), settings.workspace_dir)
+    tools = ToolActivities(settings.workspace_dir, ledger, projection, sources)
     writes = ProjectionActivities(projection)
     hosts = HostActivities(settings.host_task_queue)
+    runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
@@ -69,9 +75,10 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         workflows=[ConversationWorkflow],
         activities=[
             llm.call_llm,
+            tools.list_tools,
             hosts.pick_tool_host,
             # Conversations started before tools were pinned to a host still run them here.
-            tools.execute_tool,
+            *runners,
             writes.project_conversation,
             writes.project_approval_requested,
             writes.project_approval_resolved,
@@ -79,8 +86,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         ],
         **worker_options,
     )
-    host = Worker(client, task_queue=settings.host_task_queue, activities=[tools.execute_tool])
-    return HostWorker(shared, host, [projection, ledger])
+    host = Worker(client, task_queue=settings.host_task_queue, activities=runners)
+    return HostWorker(shared, host, tools, [projection, ledger])
 
 
 async def main() -> None:
@@ -88,13 +95,20 @@ async def main() -> None:
     settings = Settings()
     client = await connect(settings)
     worker = build_worker(client, settings)
+    # Beside the worker: shows a conversation whose workflow task keeps failing as failed, with why.
+    watched = ProjectionStore(settings.approvals_db)
+    watching = asyncio.create_task(FailureWatch(client, watched, settings.failure_watch_interval).run())
     logging.info(
         "worker ready: task queues %s and %s on %s",
         settings.task_queue,
         settings.host_task_queue,
         settings.temporal_address,
     )
-    await worker.run()
+    try:
+        await worker.run()
+    finally:
+        watching.cancel()
+        await watched.close()
 
 
 if __name__ == "__main__":

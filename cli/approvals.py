@@ -13,7 +13,7 @@ import getpass
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, paged, refused
-from cli.output import more_pages, note, print_json, short_time, table, tool_call_text
+from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
@@ -21,9 +21,15 @@ if TYPE_CHECKING:
 
 
 async def pending(args: argparse.Namespace, session: Session) -> int:
-    page = await paged(session.store().approvals("pending", args.conversation, args.limit, args.after))
+    store = session.store()
+    page = await paged(store.approvals("pending", args.conversation, args.limit, args.after))
     rows = page.items
     more_pages(page.next)
+    failed = {c["conversation_id"]: c["last_error"] for c in (await store.conversations(status="failed")).items}
+    for row in rows:
+        # A failed conversation cannot apply a decision until it recovers: say so beside its requests.
+        row["conversation_failed"] = row["conversation_id"] in failed
+        row["conversation_error"] = failed.get(row["conversation_id"])
     if args.json:
         print_json(rows)
         return EXIT_OK
@@ -32,11 +38,12 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(
         table(
-            ["REQUEST", "TOOL CALL (exactly as it will run)", "REQUESTED", "STATUS"],
+            ["REQUEST", "TOOL CALL (exactly as it will run)", "FROM", "REQUESTED", "STATUS"],
             [
                 [
-                    row["request_id"],
+                    shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
+                    tool_origin_text(row["tool"]),
                     short_time(row["created_at"]),
                     row["status"],
                 ]
@@ -44,6 +51,8 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
             ],
         )
     )
+    for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
+        print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
     note("Decide with: python starter.py approve REQUEST [--always] | deny REQUEST --reason TEXT")
     return EXIT_OK
 
@@ -85,5 +94,6 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
         raise refused(str(err)) from None
     verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]
     print(f"{verb}: {tool_call_text(row['tool_name'], row['arguments'])}")
-    print(f"  request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
+    where = shown(f"request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
+    print(f"  {where}")
     return EXIT_OK

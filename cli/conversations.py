@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from cli.errors import EXIT_OK, CliError, paged, refused
-from cli.output import more_pages, note, print_json, safe, short_time, table, tool_call_text
+from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session, rpc
 
 SUMMARY_NAME = "conversation_summary"  # workflows.compaction.SUMMARY_NAME, without importing pydantic
@@ -59,7 +59,7 @@ async def conversations(args: argparse.Namespace, session: Session) -> int:
             [
                 [
                     STATUS_MARKS.get(r["turn_status"], " "),
-                    r["conversation_id"],
+                    shown(r["conversation_id"]),
                     r["turn_status"],
                     r["pending_count"],
                     short_time(r["updated_at"]),
@@ -106,8 +106,13 @@ async def _projected_state(session: Session, conversation_id: str) -> dict[str, 
 async def show(args: argparse.Namespace, session: Session) -> int:
     state = await query_state(session, args.conversation, args.timeout)
     if state is None:
-        note(f"No worker answered within {args.timeout:g}s (is `python worker.py` running?): showing the projection.")
         state = await _projected_state(session, args.conversation)
+        if state["turn_status"] == "failed":
+            note("The conversation's workflow cannot answer: showing the projection.")
+        else:
+            note(
+                f"No worker answered within {args.timeout:g}s (is `python worker.py` running?): showing the projection."
+            )
     else:
         state["source"] = "worker"
     archived = await session.store().archived_messages(args.conversation)
@@ -116,12 +121,12 @@ async def show(args: argparse.Namespace, session: Session) -> int:
     if args.json:
         print_json(state)
         return EXIT_OK
-    print(f"Conversation {safe(state['conversation_id'])}: {state['turn_status']}")
+    print(f"Conversation {shown(state['conversation_id'])}: {state['turn_status']}")
     if state.get("last_error"):
-        print(f"  last error: {safe(state['last_error'])}")
+        print(f"  last error: {shown(state['last_error'])}")
     for approval in state["pending_approvals"]:
         call = tool_call_text(approval["tool_name"], approval["arguments"])
-        print(f"  waits for approval: {approval['request_id']}  {call}")
+        print(f"  waits for approval: {shown(approval['request_id'])}  {call}")
     if state["messages"] is None and not state["archived"]:
         print("  (transcript unavailable until a worker runs)")
         return EXIT_OK
@@ -146,13 +151,13 @@ def transcript_lines(message: dict[str, Any]) -> list[str]:
     role = message["role"]
     if role == "system":
         if message.get("name") == SUMMARY_NAME:
-            return [f"summary for the model: {safe(message.get('content') or '', keep_newlines=True)}"]
+            return [f"summary for the model: {shown(message.get('content') or '', keep_newlines=True)}"]
         return []
-    content = safe(message.get("content") or "", keep_newlines=True)
+    content = shown(message.get("content") or "", keep_newlines=True)
     if role == "tool":
-        head = f"tool {message.get('name') or ''} [{message.get('tool_call_id')}]:"
+        head = shown(f"tool {message.get('name') or ''} [{message.get('tool_call_id')}]:")
         return [f"{head} {content}"]
     lines = [f"{role}: {content}"] if content or not message.get("tool_calls") else [f"{role}:"]
     for call in message.get("tool_calls") or []:
-        lines.append(f"  -> {tool_call_text(call['name'], call['arguments'])}  [{call['id']}]")
+        lines.append(f"  -> {tool_call_text(call['name'], call['arguments'])}  [{shown(call['id'])}]")
     return lines

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import NoReturn
 
 from cli.errors import EXIT_USAGE, CliError
+from workflows.ids import InvalidConversationId, check_conversation_id
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -26,21 +28,44 @@ def _paging(command: argparse.ArgumentParser) -> None:
     command.add_argument("--after", metavar="CURSOR", help="the page after this cursor (printed after a page)")
 
 
+MAX_TIMEOUT_SECONDS = 24 * 3600.0
+
+
+def text(value: str) -> str:
+    """An id, name or message: anything but empty or only spaces."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def seconds(value: str) -> float:
+    """A timeout: a finite number of seconds above zero, at most a day."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(number) or not 0 < number <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(f"{value} must be above 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds")
+    return number
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="starter.py", description="Durable tool approvals for AI agents, on Temporal.")
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     start = verbs.add_parser("start", help="start a conversation with its first message; prints its id")
-    start.add_argument("--id", help="the conversation id (default: a new one)")
-    start.add_argument("message")
+    start.add_argument(
+        "--id", type=_conversation_id, help="the conversation id: letters, digits, '-', '.' (default: a new one)"
+    )
+    start.add_argument("message", type=text)
 
     send = verbs.add_parser("send", help="send a message to a conversation")
-    send.add_argument("conversation")
-    send.add_argument("message")
+    send.add_argument("conversation", type=text)
+    send.add_argument("message", type=text)
 
     show = verbs.add_parser("show", help="a conversation's transcript and status")
-    show.add_argument("conversation")
-    show.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for a worker to answer")
+    show.add_argument("conversation", type=text)
+    show.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for a worker to answer")
     show.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     listing = verbs.add_parser("conversations", help="every conversation with its status, newest first")
@@ -49,24 +74,36 @@ def build_parser() -> OneLineParser:
     _paging(listing)
 
     pending = verbs.add_parser("pending", help="approvals that wait for a decision (works with no worker)")
-    pending.add_argument("--conversation", help="only this conversation's")
+    pending.add_argument("--conversation", type=text, help="only this conversation's")
     pending.add_argument("--json", action="store_true", help="one JSON document on stdout")
     _paging(pending)
 
     for verb, help_text in (("approve", "allow a pending tool call"), ("deny", "deny a pending tool call")):
         decide = verbs.add_parser(verb, help=help_text)
-        decide.add_argument("request_id", metavar="REQUEST_ID")
+        decide.add_argument("request_id", metavar="REQUEST_ID", type=text)
         if verb == "approve":
             decide.add_argument("--always", action="store_true", help="also allow this tool for the conversation")
         decide.add_argument("--reason", help="why; a denial's reason reaches the model")
-        decide.add_argument("--as", dest="decided_by", metavar="NAME", help="who decides (default: your login)")
-        decide.add_argument("--conversation", help="refuse unless the request belongs to this conversation")
+        decide.add_argument(
+            "--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)"
+        )
+        decide.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
 
     watch = verbs.add_parser("watch", help="follow a conversation until it idles or waits")
-    watch.add_argument("conversation")
+    watch.add_argument("conversation", type=text)
     watch.add_argument("--follow", action="store_true", help="keep following until Ctrl-C")
+
+    tools = verbs.add_parser("tools", help="every tool: its source, permission type and the rule that applies")
+    tools.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     verbs.add_parser("ui", help="serve the approvals UI")
     rebuild = verbs.add_parser("rebuild-projection", help="rebuild the projection from Temporal's history")
     rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return parser
+
+
+def _conversation_id(value: str) -> str:
+    try:
+        return check_conversation_id(value)
+    except InvalidConversationId as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

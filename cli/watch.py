@@ -13,7 +13,7 @@ from typing import Any
 
 from cli.conversations import query_state, transcript_lines
 from cli.errors import EXIT_OK, CliError, refused
-from cli.output import note, safe, short_time
+from cli.output import note, short_time, shown
 from cli.temporal import Session
 
 SETTLED = {"idle", "awaiting_approval", "failed", "closed"}
@@ -23,7 +23,7 @@ QUERY_SECONDS = 2.0
 
 def event_line(event: dict[str, Any]) -> str:
     payload = json.dumps(event["payload"], ensure_ascii=False) if event["payload"] else ""
-    return safe(f"[{short_time(event['created_at'])}] {event['event_type']} {payload}".rstrip())
+    return shown(f"[{short_time(event['created_at'])}] {event['event_type']} {payload}".rstrip())
 
 
 async def _read(

@@ -63,6 +63,14 @@ def _projection_v3(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v4(dialect: Dialect) -> list[str]:
+    """Login sessions of the approvals UI, shared by every UI process (a keyed hash, an expiry)."""
+    big = "INTEGER" if dialect == "sqlite" else "BIGINT"
+    return [
+        f"CREATE TABLE IF NOT EXISTS ui_sessions (session_hash TEXT PRIMARY KEY, expires_at {big} NOT NULL)",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -72,7 +80,7 @@ def _ledger_v1(dialect: Dialect) -> list[str]:
 
 
 MIGRATIONS = {
-    "projection": [_projection_v1, _projection_v2, _projection_v3],
+    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4],
     "ledger": [_ledger_v1],
 }
 

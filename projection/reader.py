@@ -46,7 +46,21 @@ def _page(rows: list[dict[str, Any]], limit: int | None, key: tuple[str, str]) -
     return Page(rows, _encode(str(rows[-1][key[0]]), str(rows[-1][key[1]])))
 
 
-_CONVERSATION_COLUMNS = "conversation_id, turn_status, pending_count, updated_at"
+# Why a failed conversation failed: the payload of its newest turn.failed event (its reason is
+# read in Python, so the query is the same on both backends).
+_CONVERSATION_COLUMNS = """conversation_id, turn_status, pending_count, updated_at,
+    CASE WHEN turn_status = 'failed' THEN (SELECT e.payload_json FROM ui_events e
+      WHERE e.conversation_id = ui_conversations.conversation_id AND e.event_type = 'turn.failed'
+      ORDER BY e.event_id DESC LIMIT 1) END AS failed_payload"""
+
+
+def _conversation(row: dict[str, Any]) -> dict[str, Any]:
+    payload = row.pop("failed_payload", None)
+    try:
+        row["last_error"] = json.loads(payload).get("reason") if payload else None
+    except (ValueError, AttributeError):
+        row["last_error"] = None
+    return row
 
 
 async def list_conversations(
@@ -69,12 +83,24 @@ async def list_conversations(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit + 1)
-    return _page(await tx.fetchall(sql, params), limit, ("updated_at", "conversation_id"))
+    found = [_conversation(row) for row in await tx.fetchall(sql, params)]
+    return _page(found, limit, ("updated_at", "conversation_id"))
 
 
 async def get_conversation(tx: Tx, conversation_id: str) -> dict[str, Any] | None:
-    return await tx.fetchone(
+    row = await tx.fetchone(
         f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations WHERE conversation_id = ?", (conversation_id,)
+    )
+    return _conversation(row) if row is not None else None
+
+
+async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
+    """Every conversation not closed, with the payload of its newest event."""
+    return await tx.fetchall(
+        """SELECT c.conversation_id, c.turn_status, c.pending_count,
+             (SELECT e.payload_json FROM ui_events e WHERE e.conversation_id = c.conversation_id
+              ORDER BY e.event_id DESC LIMIT 1) AS last_payload
+           FROM ui_conversations c WHERE c.turn_status IN ('idle', 'running', 'awaiting_approval', 'failed')"""
     )
 
 
@@ -95,6 +121,8 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
     item["arguments"] = details.get("arguments", {})
+    # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
+    item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
     # "sent": a person decided and the decision is on its way, but the workflow has not recorded it.
     item["status"] = "resolved" if item["resolved_at"] else ("sent" if item["claimed_decision"] else "pending")

@@ -7,10 +7,11 @@ activities write, the CLI and the UI read and claim, a rebuild does both; none o
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from projection import claims, reader, writes
+from projection import claims, reader, sessions, writes
 from projection.backend import Backend, Tx, open_backend
 from projection.claims import ClaimedDecision
 from projection.reader import ApprovalFilter, Page
@@ -74,6 +75,16 @@ class ProjectionStore:
     async def release_claim(self, request_id: str) -> None:
         await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
 
+    # Login sessions of the UI, shared by every UI process.
+    async def open_session(self, session_hash: str, expires_at: datetime, replaces: str | None = None) -> None:
+        await self.backend.run(lambda tx: sessions.open_session(tx, session_hash, expires_at, replaces))
+
+    async def session_is_open(self, session_hash: str) -> bool:
+        return await self.backend.run(lambda tx: sessions.session_is_open(tx, session_hash), write=False)
+
+    async def close_session(self, session_hash: str) -> None:
+        await self.backend.run(lambda tx: sessions.close_session(tx, session_hash))
+
     # Reads.
     async def conversations(
         self, limit: int | None = None, after: str | None = None, status: str | None = None
@@ -97,6 +108,10 @@ class ProjectionStore:
     async def archived_messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """Messages compactions took out of the model's transcript, oldest first."""
         return await self.backend.run(lambda tx: reader.archived_messages(tx, conversation_id), write=False)
+
+    async def open_conversations(self) -> list[dict[str, Any]]:
+        """Every conversation not closed, with its newest event's payload (the failure watch's view)."""
+        return await self.backend.run(reader.open_conversations, write=False)
 
     async def approval(self, request_id: str) -> dict[str, Any] | None:
         return await self.backend.run(lambda tx: reader.get_approval(tx, request_id), write=False)

@@ -51,7 +51,13 @@ async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
 
 
 def _details(record: ApprovalRecord) -> str:
-    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments}, sort_keys=True)
+    tool = {
+        "source": record.tool_source,
+        "origin": record.tool_origin,
+        "changed": record.tool_changed,
+        "annotations": record.annotations,
+    }
+    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}, sort_keys=True)
 
 
 async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection) -> bool:
@@ -87,8 +93,8 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
     )
     await tx.execute(
         """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
-           WHERE request_id = ? AND resolved_at IS NULL""",
-        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id),
+           WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
+        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
     )
 
 

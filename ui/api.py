@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
@@ -15,7 +16,7 @@ from projection.reader import BadCursor, Page
 from projection.store import ProjectionStore
 from settings import Settings
 from ui import queries
-from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
+from ui.bodies import DecisionBody, MessageBody, StartBody, json_body, read_json_body
 from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
@@ -23,6 +24,8 @@ from workflows.compaction import SUMMARY_NAME
 from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
+# Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes
+# them, and the :path converters take the rest of the path (the fixed suffix routes match first).
 
 
 def _settings(request: Request) -> Settings:
@@ -53,6 +56,11 @@ async def _client(request: Request) -> Client:
     return await request.app.state.client_provider()  # type: ignore[no-any-return]
 
 
+def _require_id(value: str, what: str) -> None:
+    if not value:
+        raise NotFound(f"no {what} with an empty id")
+
+
 @router.get("/session")
 def session(request: Request) -> dict[str, Any]:
     """What the page needs to know about itself: whether a token guards it (then it offers to log out)."""
@@ -71,21 +79,24 @@ async def list_conversations(
     return _paged(request, response, page)
 
 
-@router.post("/conversations", status_code=201)
+@router.post("/conversations", status_code=201, openapi_extra=json_body(StartBody))
 async def start_conversation(request: Request) -> dict[str, Any]:
     body = await read_json_body(request, StartBody)
     settings = _settings(request)
     client = await _client(request)
     try:
-        conversation_id = await control.start_conversation(client, settings, body.message)
+        conversation_id = await control.start_conversation(client, settings, body.message, body.conversation_id)
+    except WorkflowAlreadyStartedError:
+        raise Conflict(f"conversation {body.conversation_id} already exists") from None
     except RPCError as err:
         raise ServiceUnavailable(f"Temporal refused to start the conversation: {err.message}") from None
     return {"conversation_id": conversation_id, "temporal_url": queries.temporal_url(settings, conversation_id)}
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get("/conversations/{conversation_id:path}")
 async def get_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     """The workflow's own state when a worker answers; otherwise what the projection knows, and why."""
+    _require_id(conversation_id, "conversation")
     settings = _settings(request)
     row, approvals = await _store(request).conversation_view(conversation_id)
     view: dict[str, Any] = {
@@ -103,7 +114,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
             status = await status_from_search_attributes(client, conversation_id)
         if status is None:
             raise NotFound(f"no conversation {conversation_id}") from None
-        return {**view, **_projection_only(err, status, approvals)}
+        return {**view, **_projection_only(err, status, approvals, row.get("last_error") if row else None)}
     dumped = state.model_dump(mode="json")
     # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
     dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
@@ -113,13 +124,17 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     return {**view, **dumped, "worker_online": True, "notice": None}
 
 
-def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]]) -> dict[str, Any]:
+def _projection_only(
+    err: Exception, status: str, approvals: list[dict[str, Any]], last_error: str | None
+) -> dict[str, Any]:
     """The conversation as far as it is known without a worker: status and approvals, no transcript."""
     notice = (
         "No worker answered, so the transcript is not available; this is what the approvals projection knows."
         if isinstance(err, WorkerUnavailable)
         else f"Temporal could not answer ({err}); this is what the approvals projection knows."
     )
+    if status == "failed" and last_error:
+        notice = f"The conversation failed, so the transcript is not available: {last_error}"
     return {
         "worker_online": False,
         "notice": notice,
@@ -130,12 +145,13 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
         "pending_approvals": [a for a in approvals if a["status"] != "resolved"],
         "always_allow": [],
         "auto_approve": False,
-        "last_error": None,
+        "last_error": last_error,
     }
 
 
-@router.post("/conversations/{conversation_id}/messages", status_code=202)
+@router.post("/conversations/{conversation_id:path}/messages", status_code=202, openapi_extra=json_body(MessageBody))
 async def send_message(request: Request, conversation_id: str) -> dict[str, Any]:
+    _require_id(conversation_id, "conversation")
     body = await read_json_body(request, MessageBody)
     try:
         await control.send_message(await _client(request), conversation_id, body.text)
@@ -148,14 +164,12 @@ async def send_message(request: Request, conversation_id: str) -> dict[str, Any]
 async def list_approvals(
     request: Request,
     response: Response,
-    status: str = "pending",
+    status: queries.ApprovalStatus = "pending",
     conversation_id: str | None = None,
     limit: int | None = None,
     after: str | None = None,
 ) -> list[dict]:
     """Oldest first, a page at a time (`?limit=&after=`)."""
-    if status not in queries.APPROVAL_STATUSES:
-        raise Unprocessable(f"status must be one of {', '.join(queries.APPROVAL_STATUSES)}")
     try:
         page = await queries.approvals(_store(request), status, conversation_id, _page_size(limit), after)
     except BadCursor as err:
@@ -163,17 +177,19 @@ async def list_approvals(
     return _paged(request, response, page)
 
 
-@router.get("/approvals/{request_id}")
+@router.get("/approvals/{request_id:path}")
 async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+    _require_id(request_id, "approval request")
     found = await _store(request).approval(request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     return found
 
 
-@router.post("/approvals/{request_id}/decision")
+@router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
 async def decide(request: Request, request_id: str) -> JSONResponse:
     """First decision wins at once (a claim in the projection), then goes to the workflow by signal."""
+    _require_id(request_id, "approval request")
     body = await read_json_body(request, DecisionBody)
     settings, store = _settings(request), _store(request)
     if await store.approval(request_id) is None:

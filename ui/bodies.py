@@ -6,12 +6,13 @@ import json
 from typing import Any, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
+from ui.limits import MAX_BODY_BYTES, too_large
+from workflows.ids import CONVERSATION_ID_RULE, check_conversation_id
 from workflows.models import Decision
 
-MAX_BODY_BYTES = 256 * 1024
 Body = TypeVar("Body", bound=BaseModel)
 
 
@@ -27,19 +28,46 @@ class DecisionBody(StrictBody):
 
 class StartBody(StrictBody):
     message: str = Field(min_length=1, max_length=100_000)
+    conversation_id: str | None = Field(default=None, description=CONVERSATION_ID_RULE)
+
+    @field_validator("conversation_id")
+    @classmethod
+    def _in_alphabet(cls, value: str | None) -> str | None:
+        return value if value is None else check_conversation_id(value)
 
 
 class MessageBody(StrictBody):
     text: str = Field(min_length=1, max_length=100_000)
 
 
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that parses its body with read_json_body(model): the
+    schema shows the same model that validates, while parsing keeps its own 4xx answers."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (ui.limits.BodyLimit also guards
+    every route; this keeps a handler safe on its own)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def read_json_body(request: Request, model: type[Body]) -> Body:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise UnsupportedMediaType("send the body as application/json")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BadRequest(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    raw = await read_body(request)
     try:
         data: Any = json.loads(raw)
     except (ValueError, RecursionError) as err:

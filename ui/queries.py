@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
 from urllib.parse import quote
 
 from projection.reader import Page
 from projection.store import ProjectionStore
 from settings import Settings
 
-APPROVAL_STATUSES = ("pending", "sent", "resolved", "all")
+ApprovalStatus = Literal["pending", "sent", "resolved", "all"]
+APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 
@@ -27,7 +29,7 @@ async def conversations(
 
 
 async def approvals(
-    store: ProjectionStore, status: str, conversation_id: str | None, limit: int, after: str | None
+    store: ProjectionStore, status: ApprovalStatus, conversation_id: str | None, limit: int, after: str | None
 ) -> Page:
     """status: pending (not yet recorded by the workflow, including "sent"), sent, resolved or all."""
-    return await store.approvals(status, conversation_id, limit, after)  # type: ignore[arg-type]
+    return await store.approvals(status, conversation_id, limit, after)

@@ -1,5 +1,6 @@
 // The inbox: loads state from the API, follows /api/events, and sends decisions and messages.
 import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
+import { reveal } from "./visible.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -54,7 +55,7 @@ function errorMessage(result) {
 let toastTimer = null;
 function toast(text, isError = false) {
   const node = $("toast");
-  node.textContent = text;
+  node.textContent = reveal(text).text;
   node.classList.toggle("toast-error", isError);
   node.hidden = false;
   clearTimeout(toastTimer);
@@ -109,7 +110,7 @@ function renderInbox(pending, more) {
 }
 
 function renderDetail(detail) {
-  $("conversation-title").textContent = detail.conversation_id;
+  $("conversation-title").textContent = reveal(detail.conversation_id).text;
   const pill = $("conversation-status");
   pill.textContent = STATUS_LABELS[detail.turn_status] || String(detail.turn_status);
   pill.className = "status-pill status-" + detail.turn_status;
@@ -119,7 +120,7 @@ function renderDetail(detail) {
   notice.textContent = detail.notice || "";
   const error = $("conversation-error");
   error.hidden = !detail.last_error;
-  error.textContent = detail.last_error ? `The last turn failed: ${detail.last_error}` : "";
+  error.textContent = detail.last_error ? reveal(`The last turn failed: ${detail.last_error}`, true).text : "";
   const open = detail.approvals.filter((a) => a.status !== "resolved");
   const decided = detail.approvals.filter((a) => a.status === "resolved");
   syncCards($("conversation-approvals"), open, { showConversation: false });
@@ -183,9 +184,18 @@ function refreshSoon(conversationId) {
   }, 100);
 }
 
+// The id in the address, percent-decoded; a hand-typed address with a stray "%" is taken as written.
+function decodedId(encoded) {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
 function route() {
   const match = window.location.hash.match(/^#\/conversations\/(.+)$/);
-  view.selectedId = match ? decodeURIComponent(match[1]) : null;
+  view.selectedId = match ? decodedId(match[1]) : null;
   view.detailSignature = "";
   document.body.classList.toggle("has-selection", Boolean(view.selectedId));
   $("inbox-view").hidden = Boolean(view.selectedId);
