@@ -99,7 +99,7 @@ class Bench:
         )
 
     def start_worker(self, settings: Settings, kind: str = "ours", cache: int = DEFAULT_CACHE) -> BenchWorker:
-        log = settings.approvals_db.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
+        log = settings.workspace_dir.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.worker_main", "--kind", kind, "--cache", str(cache)],
             cwd=REPO_ROOT,

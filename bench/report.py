@@ -108,11 +108,20 @@ def _history(s: dict[str, Any]) -> list[str]:
 
 def _inbox(s: dict[str, Any]) -> list[str]:
     out = [f"## 5. Inbox queries over {s['rows']:,} conversations and approvals ({s['pending']:,} pending)", ""]
+    backends = s.get("backends") or {"sqlite": s["queries"]}
     rows = [
-        [name, "" if q["rows_returned"] is None else f"{q['rows_returned']:,}", q["p50_ms"], q["p99_ms"], q["n"]]
-        for name, q in s["queries"].items()
+        [
+            backend,
+            name,
+            "" if q["rows_returned"] is None else f"{q['rows_returned']:,}",
+            q["p50_ms"],
+            q["p99_ms"],
+            q["n"],
+        ]
+        for backend, queries in backends.items()
+        for name, q in queries.items()
     ]
-    return out + _table(["projection/reader.py", "rows returned", "p50 ms", "p99 ms", "runs"], rows)
+    return out + _table(["backend", "ProjectionStore call", "rows returned", "p50 ms", "p99 ms", "runs"], rows)
 
 
 def _peer(s: dict[str, Any], latency: dict[str, Any] | None, recovery: dict[str, Any] | None) -> list[str]:

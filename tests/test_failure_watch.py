@@ -21,8 +21,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from control import send_decision, start_conversation
-from projection.db import Writer
 from projection.failure_watch import FailureWatch
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.broken_workflows import DriftedConversation, RaisingConversation
 from tests.conftest import HistoryRecorder
@@ -37,12 +37,14 @@ from workflows.models import SIGNAL_SET_AUTO_APPROVE, UPDATE_DECIDE, DecisionInp
 
 @contextlib.asynccontextmanager
 async def failure_watch(client: Client, settings: Settings) -> AsyncIterator[FailureWatch]:
-    watch = FailureWatch(client, Writer(settings.approvals_db), interval=0.5)
+    store = ProjectionStore(settings.approvals_db)
+    watch = FailureWatch(client, store, interval=0.5)
     task = asyncio.create_task(watch.run())
     try:
         yield watch
     finally:
         task.cancel()
+        await store.close()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
