@@ -47,6 +47,25 @@ def _float_env(name: str, default: float) -> float:
     return value
 
 
+def _size_env(name: str, default: int) -> int:
+    """A byte count; zero is allowed (PAYLOAD_STORE_THRESHOLD=0 sends every payload out)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number of bytes") from None
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+def _s3_endpoint() -> str | None:
+    """The S3 endpoint botocore itself would use; set for S3-compatible stores such as MinIO."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
@@ -64,6 +83,9 @@ class Settings:
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
     workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+    payload_store: str | None = field(default_factory=lambda: os.environ.get("PAYLOAD_STORE") or None)
+    payload_store_threshold: int = field(default_factory=lambda: _size_env("PAYLOAD_STORE_THRESHOLD", 64 * 1024))
+    s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
 
     def load_policy(self) -> PolicyRules:
         """Read POLICY_FILE once; its rules travel in the workflow input so replays agree."""
@@ -86,3 +108,14 @@ class Settings:
     def ledger_db(self) -> Path:
         """The execution ledger lives apart from the projection, so losing one never loses the other."""
         return Path(os.environ.get("LEDGER_DB") or self.approvals_db.with_name("ledger.db"))
+
+    @property
+    def payload_store_location(self) -> str:
+        """PAYLOAD_STORE, or a `payloads` directory beside the projection (the data directory)."""
+        return self.payload_store or str(self.local_payload_dir)
+
+    @property
+    def local_payload_dir(self) -> Path:
+        """Where the local driver keeps payloads by default; also read when S3 is configured, so
+        references written before a move to S3 still resolve."""
+        return self.approvals_db.with_name("payloads")

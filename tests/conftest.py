@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from demo_model.server import ScriptedModelServer
+from payload_store import data_converter
 from settings import Settings
 from tests.scripts import ScriptedModel
 from workflows.conversation import ConversationWorkflow
@@ -36,12 +36,18 @@ def binary(name: str) -> str:
     return on_path
 
 
+@pytest.fixture(scope="session")
+def payload_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The payload store every test's client, worker and replayer share (as one deployment does)."""
+    return tmp_path_factory.mktemp("payloads")
+
+
 @pytest_asyncio.fixture(scope="session")
-async def env() -> AsyncIterator[WorkflowEnvironment]:
+async def env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
     async with await WorkflowEnvironment.start_local(
         dev_server_existing_path=binary("temporal"),
         search_attributes=[TURN_STATUS_KEY, PENDING_APPROVALS_KEY],
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(Settings(payload_store=str(payload_dir))),
         dev_server_log_level="error",
     ) as environment:
         yield environment
@@ -62,9 +68,10 @@ def model() -> Iterator[ScriptedModel]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, model: ScriptedModel) -> Settings:
+def settings(tmp_path: Path, model: ScriptedModel, payload_dir: Path) -> Settings:
     assert model.server is not None
     return Settings(
+        payload_store=str(payload_dir),
         task_queue=f"tq-{uuid.uuid4().hex[:8]}",
         approvals_db=tmp_path / "approvals.db",
         workspace_dir=tmp_path / "workspace",
@@ -91,7 +98,7 @@ async def histories(client: Client, request: pytest.FixtureRequest) -> AsyncIter
     recorder = HistoryRecorder()
     yield recorder
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter)
     for conversation_id in recorder.ids:
         async for history in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
             handle = client.get_workflow_handle(history.id, run_id=history.run_id)
