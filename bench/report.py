@@ -44,6 +44,29 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None) -> list[str]:
     return [*out, ""]
 
 
+def _latency_extstore(s: dict[str, Any], plain: dict[str, Any] | None) -> list[str]:
+    out = [
+        "### 1b. Approval latency with every payload in the payload store",
+        "",
+        f"The same measurement with PAYLOAD_STORE_THRESHOLD={s['payload_store_threshold']} for ours: every"
+        " activity input and result, continue-as-new input and query result of the conversation goes through the"
+        " local payload store (a file write with fsync and rename, or a read), and the history keeps references.",
+        "",
+    ]
+    rows = [
+        ["ours, every payload stored", *(s["ours"][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))],
+        ["floor (inline)", *(s["floor"][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))],
+        ["**ratio ours / floor**", *(f"**{s['ratio'][k]}x**" for k in ("p50_ms", "p90_ms", "p99_ms")), ""],
+    ]
+    if plain:
+        rows.append(
+            ["(section 1: ours, payloads inline)", *(plain["ours"][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))]
+        )
+    out += _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
+    out.append(f"The p50 ratio per block: {', '.join(f'{r}x' for r in s['p50_ratio_per_block'])}.")
+    return [*out, ""]
+
+
 def _parked(s: dict[str, Any]) -> list[str]:
     out = [f"## 2. {s['conversations']:,} conversations waiting for approval at once", ""]
     d, small, p = s["ours_default_cache"], s["ours_small_cache"], s["pinned"]
@@ -86,7 +109,7 @@ def _recovery(s: dict[str, Any]) -> list[str]:
 
 def _history(s: dict[str, Any]) -> list[str]:
     out = [
-        f"## 4. History growth over {s['turns']} turns (one approved tool call per turn)",
+        f"## 4. History growth over {s['turns']} turns (a file read and one approved tool call per turn)",
         "",
         f"Continue-as-new after {s['continue_as_new_after_events']} events (ConversationInput."
         f"continue_as_new_after_events): {s['runs']} runs, after turns {s['continued_as_new_after_turns']};"
@@ -96,9 +119,22 @@ def _history(s: dict[str, Any]) -> list[str]:
     rows = [
         ["history events per turn", s["events_per_turn_first_decile"], s["events_per_turn_last_decile"]],
         ["history KiB per turn", s["kib_per_turn_first_decile"], s["kib_per_turn_last_decile"]],
+        [
+            "KiB stored in the payload store per turn",
+            s.get("external_kib_per_turn_first_decile", "n/a"),
+            s.get("external_kib_per_turn_last_decile", "n/a"),
+        ],
         ["seconds per turn (wall)", s["seconds_per_turn_first_decile"], s["seconds_per_turn_last_decile"]],
     ]
     out += _table(["median per turn", "first 10% of turns", "last 10% of turns"], rows)
+    if "payload_store_threshold" in s:
+        out.append(
+            f"Each turn reads a {s['tool_output_bytes_per_turn']:,}-byte file, so the transcript grows by that much"
+            f" per turn. Payloads of {s['payload_store_threshold']:,} bytes or more went to the payload store"
+            f" ({s['payload_store_files']:,} files, {s['payload_store_mib']} MiB at the end); the largest payload"
+            f" left in the history was {s['largest_inline_payload_bytes']:,} bytes."
+        )
+        out.append("")
     step = max(1, s["turns"] // 10)
     picked = [r for r in s["per_turn"] if r["turn"] == 1 or r["turn"] % step == 0]
     cont = set(s["continued_as_new_after_turns"])
@@ -144,8 +180,17 @@ def render(results: dict[str, Any]) -> str:
         "",
     ]
     lines += [machine_line(results["machine"]), ""]
+    for rerun in results.get("reruns", []):
+        lines += [
+            f"Rerun of {', '.join(rerun['scenarios'])} alone ({rerun['mode']}, {rerun['started_at']},"
+            f" {rerun['duration_seconds']} s; load average at start"
+            f" {', '.join(str(x) for x in rerun['machine']['load_average_at_start'])}).",
+            "",
+        ]
     if "latency" in sc:
         lines += _latency(sc["latency"], sc.get("langgraph"))
+    if "latency_extstore" in sc:
+        lines += _latency_extstore(sc["latency_extstore"], sc.get("latency"))
     if "parked" in sc:
         lines += _parked(sc["parked"])
     if "recovery" in sc:

@@ -1,7 +1,9 @@
-"""Scenario 4: history growth over a long conversation with a tool call in every turn.
+"""Scenario 4: history growth over a long conversation with tool calls in every turn.
 
-Each turn: a user message, the model asks for `run_shell` (asked), a person approves, the tool
-runs, the model answers. Afterwards every run of the chain is read back (following
+Each turn: a user message, the model asks for `read_file` of a 4 KiB source file (allowed) and
+`run_shell` (asked), a person approves, the tools run, the model answers. The transcript grows by
+the file every turn; payloads over PAYLOAD_STORE_THRESHOLD go to the payload store, so the history
+holds a reference instead of the growing transcript. Afterwards every run of the chain is read back (following
 continue-as-new links) and each history event is attributed to the turn during which it was
 written: a turn starts at its submit_message signal (turn 1 at the workflow start).
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -19,6 +22,7 @@ from bench import script
 from bench.drive import approve, new_ids, scalar
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median
+from payload_store.history import payload_sizes
 from workflows.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
 
 PENDING_SQL = (
@@ -53,7 +57,10 @@ async def chain(client: Client, cid: str) -> list[WorkflowHistory]:
 
 
 def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, Any]], list[int]]:
-    rows = [{"turn": t, "events": 0, "bytes": 0} for t in range(1, turns + 1)]
+    rows = [
+        {"turn": t, "events": 0, "bytes": 0, "external_bytes": 0, "largest_inline_payload": 0}
+        for t in range(1, turns + 1)
+    ]
     continued_after: list[int] = []
     turn = 1
     for history in runs:
@@ -68,13 +75,18 @@ def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, An
             row = rows[min(turn, turns) - 1]
             row["events"] += 1
             row["bytes"] += event.ByteSize()
+            sizes = payload_sizes(event)
+            row["external_bytes"] += sum(sizes.external)
+            row["largest_inline_payload"] = max([row["largest_inline_payload"], *sizes.inline])
     return rows, continued_after
 
 
 async def run(bench: Bench, turns: int) -> dict[str, Any]:
     settings = bench.settings("history")
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
-    cid = new_ids("hist", 1)[0]
+    cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
+    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    (settings.workspace_dir / script.READ_FILE).write_text(script.source_text())
     limit = 500 if turns >= 50 else 150
     start = ConversationInput(
         conversation_id=cid,
@@ -111,8 +123,11 @@ async def run(bench: Bench, turns: int) -> dict[str, Any]:
     bench.check("history: model asked twice per turn", turns, sum(asked[tag(cid, k)] == 2 for k in range(1, turns + 1)))
     decile = max(1, turns // 10)
     first, last = rows[:decile], rows[-decile:]
+    stored = [p.stat().st_size for p in Path(settings.payload_store_location).rglob("*") if p.is_file()]
     summary = {
         "turns": turns,
+        "payload_store_threshold": settings.payload_store_threshold,
+        "tool_output_bytes_per_turn": len(script.source_text()),
         "continue_as_new_after_events": limit,
         "continued_as_new_after_turns": continued_after,
         "runs": len(runs),
@@ -122,13 +137,25 @@ async def run(bench: Bench, turns: int) -> dict[str, Any]:
         "events_per_turn_last_decile": median([r["events"] for r in last]),
         "kib_per_turn_first_decile": round(median([r["bytes"] for r in first]) / 1024, 1),
         "kib_per_turn_last_decile": round(median([r["bytes"] for r in last]) / 1024, 1),
+        "external_kib_per_turn_first_decile": round(median([r["external_bytes"] for r in first]) / 1024, 1),
+        "external_kib_per_turn_last_decile": round(median([r["external_bytes"] for r in last]) / 1024, 1),
+        "largest_inline_payload_bytes": max(r["largest_inline_payload"] for r in rows),
+        "payload_store_files": len(stored),
+        "payload_store_mib": round(sum(stored) / 2**20, 1),
         "seconds_per_turn_first_decile": round(median([r["seconds"] for r in first]), 3),
         "seconds_per_turn_last_decile": round(median([r["seconds"] for r in last]), 3),
         "per_turn": rows,
     }
+    bench.check(
+        "history: no payload in history at or over the threshold",
+        True,
+        summary["largest_inline_payload_bytes"] < max(settings.payload_store_threshold, 4096),
+    )
     say(
         f"history: events/turn {summary['events_per_turn_first_decile']} -> {summary['events_per_turn_last_decile']},"
         f" KiB/turn {summary['kib_per_turn_first_decile']} -> {summary['kib_per_turn_last_decile']},"
+        f" stored KiB/turn {summary['external_kib_per_turn_first_decile']}"
+        f" -> {summary['external_kib_per_turn_last_decile']},"
         f" continue-as-new after turns {continued_after}"
     )
     return summary

@@ -22,8 +22,10 @@ from workflows.activity_calls import EXECUTE_TOOL
 BLOCKS = 4
 
 
-async def run(bench: Bench, count: int) -> dict[str, Any]:
-    ours_settings, floor_settings = bench.settings("latency"), bench.settings("floor")
+async def run(bench: Bench, count: int, payload_threshold: int | None = None) -> dict[str, Any]:
+    """payload_threshold=0 puts every payload of ours in the payload store (the floor keeps its own inline)."""
+    label = "latency" if payload_threshold is None else f"latency_extstore(threshold={payload_threshold})"
+    ours_settings, floor_settings = bench.settings("latency", payload_threshold), bench.settings("floor")
     bench.start_worker(ours_settings, "ours", DEFAULT_CACHE)
     bench.start_worker(floor_settings, "floor", DEFAULT_CACHE)
     ours_ids, floor_ids = new_ids("lat", count), new_ids("floor", count)
@@ -52,11 +54,11 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     floor = await _latencies(bench, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
     ran = ran_counts(ours_settings) | ran_counts(floor_settings)
-    bench.check("latency: approved tools ran once each", 2 * count, sum(1 for n in ran.values() if n == 1))
+    bench.check(f"{label}: approved tools ran once each", 2 * count, sum(1 for n in ran.values() if n == 1))
     ours_summary, floor_summary = summary_ms(ours), summary_ms(floor)
     ratio = {k: round(ours_summary[k] / floor_summary[k], 2) for k in ("p50_ms", "p90_ms", "p99_ms")}
     blocks = block_ratios(ours, floor)
-    say(f"latency: ours p50 {ours_summary['p50_ms']} ms, floor p50 {floor_summary['p50_ms']} ms, ratio {ratio}")
+    say(f"{label}: ours p50 {ours_summary['p50_ms']} ms, floor p50 {floor_summary['p50_ms']} ms, ratio {ratio}")
     return {
         "ours": ours_summary,
         "floor": floor_summary,
@@ -64,6 +66,7 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         "p50_ratio_per_block": blocks,
         "p50_ratio_median_of_blocks": round(median(blocks), 2),
         "approvals": count,
+        "payload_store_threshold": ours_settings.payload_store_threshold,
     }
 
 

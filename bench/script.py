@@ -8,11 +8,16 @@ are the proof of how many times each approved tool really ran.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from demo_model.server import ScriptedModelServer, text_reply, tool_reply
 
 RAN_LOG = "ran.log"
+# The history scenario's conversations also read a source file each turn: realistic tool output.
+READ_PREFIX = "hist-"
+READ_FILE = "source.py"
+READ_BYTES = 4096
 
 
 def user_text(tag: str) -> str:
@@ -31,8 +36,18 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
     messages = body["messages"]
     last = messages[-1]
     if last["role"] == "user":
-        return tool_reply(("call_1", "run_shell", {"command": shell_command(tag_of(str(last["content"])))}))
+        tag = tag_of(str(last["content"]))
+        shell = ("call_1", "run_shell", {"command": shell_command(tag)})
+        if tag.startswith(READ_PREFIX):
+            return tool_reply(("call_0", "read_file", {"path": READ_FILE}), shell)
+        return tool_reply(shell)
     return text_reply(f"done: {str(last.get('content', ''))[:40]}")
+
+
+def source_text() -> str:
+    """The first READ_BYTES of the project's own workflow module: what a coding agent reads."""
+    path = Path(__file__).resolve().parent.parent / "workflows" / "conversation.py"
+    return path.read_text()[:READ_BYTES]
 
 
 def start_model() -> ScriptedModelServer:

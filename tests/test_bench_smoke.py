@@ -11,8 +11,9 @@ import pytest
 
 from bench import sc_parked, sc_recovery
 from bench.devserver import bench_server
-from bench.harness import Bench
+from bench.harness import Bench, payload_dir
 from bench.script import start_model
+from settings import Settings
 
 
 async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,7 +21,12 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
     monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)
     server = bench_server(tmp_path / "temporal.log").start()
     model = start_model()
-    bench = Bench(root=tmp_path, server=server, client=await server.client(), model=model)
+    bench = Bench(
+        root=tmp_path,
+        server=server,
+        client=await server.client(Settings(payload_store=str(payload_dir(tmp_path)))),
+        model=model,
+    )
     try:
         result = await sc_recovery.run(bench, 5)
     finally:
