@@ -57,6 +57,8 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
         PAYLOAD_STORE_THRESHOLD=str(settings.payload_store_threshold),
         PYTHONUNBUFFERED="1",
     )
+    if settings.s3_endpoint_url:
+        env["AWS_ENDPOINT_URL"] = settings.s3_endpoint_url
     env.update(extra)
     return env
 
