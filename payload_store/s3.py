@@ -53,6 +53,7 @@ class LoopBoundS3Client(S3StorageDriverClient):
         self._open: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[_Opened]] = (
             weakref.WeakKeyDictionary()
         )
+        _CLIENTS.add(self)
 
     async def _client(self) -> S3StorageDriverClient:
         loop = asyncio.get_running_loop()
@@ -91,6 +92,15 @@ class LoopBoundS3Client(S3StorageDriverClient):
 
     async def get_object(self, *, bucket: str, key: str) -> bytes:
         return await (await self._client()).get_object(bucket=bucket, key=self._prefix + key)
+
+
+_CLIENTS: weakref.WeakSet[LoopBoundS3Client] = weakref.WeakSet()
+
+
+async def close_s3_clients() -> None:
+    """Close every S3 connection this event loop opened (a long-lived process never needs to)."""
+    for client in list(_CLIENTS):
+        await client.aclose()
 
 
 @dataclass

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from control import start_conversation
 from payload_store import data_converter
 from payload_store.history import payload_sizes, references
+from payload_store.s3 import close_s3_clients
 from settings import Settings
 from tests.failure_support import assistant_count, holds, lines, replay_recorded, wait_turn, worker_process
 from tests.helpers import rows, tool_messages, wait_status
@@ -28,12 +30,13 @@ THRESHOLD = 8 * 1024
 BIG = "".join(f"line {i:05d} of a sixteen kilobyte file\n" for i in range(400))[:16_000]
 
 
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+@pytest_asyncio.fixture
+async def s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[S3Server]:
     for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)
     server = S3Server().start()
     yield server
+    await close_s3_clients()
     server.stop()
 
 
