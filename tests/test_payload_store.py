@@ -135,3 +135,15 @@ def test_an_s3_url_writes_to_s3_and_still_reads_the_local_directory(tmp_path: Pa
     for bad in ("s3:///nobucket", "gs://bucket/x"):
         with pytest.raises(ConfigError, match="PAYLOAD_STORE"):
             external_storage(Settings(payload_store=bad))
+
+
+def test_the_cli_names_a_bad_payload_store_as_a_bad_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli.main import main
+
+    monkeypatch.setenv("PAYLOAD_STORE", "gs://bucket/prefix")
+    assert main(["send", "conv-1", "hello"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: bad setting: PAYLOAD_STORE='gs://bucket/prefix': use a directory, file:///path or s3://bucket/prefix"
+    )
