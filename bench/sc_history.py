@@ -81,8 +81,8 @@ def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, An
     return rows, continued_after
 
 
-async def run(bench: Bench, turns: int) -> dict[str, Any]:
-    settings = bench.settings("history")
+async def run(bench: Bench, turns: int, payload_threshold: int | None = None) -> dict[str, Any]:
+    settings = bench.settings("history", payload_threshold)
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
     cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
