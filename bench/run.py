@@ -70,7 +70,7 @@ NOISE = [
 Scenario = Callable[[Bench, int], Awaitable[dict[str, Any]]]
 SCENARIOS: dict[str, Scenario] = {
     "latency": sc_latency.run,
-    "latency_extstore": lambda bench, count: sc_latency.run(bench, count, payload_threshold=0),
+    "latency_extstore": lambda bench, count: sc_latency.run(bench, count, stored_threshold=0),
     "parked": sc_parked.run,
     "recovery": sc_recovery.run,
     "history": sc_history.run,
