@@ -58,7 +58,8 @@ class LoopBoundS3Client(S3StorageDriverClient):
     async def _client(self) -> S3StorageDriverClient:
         loop = asyncio.get_running_loop()
         task = self._open.get(loop)
-        if task is None:
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            # Opened once per loop; a failed opening is tried again by the next call.
             task = self._open[loop] = loop.create_task(self._connect())
         return (await asyncio.shield(task)).adapter
 
