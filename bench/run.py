@@ -139,7 +139,8 @@ def merged(path: Path, new: dict[str, Any], names: list[str]) -> dict[str, Any]:
     old["load_average"].update(new["load_average"])
     kept = [c for c in old["checks"] if c["name"].split(":")[0].split("(")[0] not in names]
     old["checks"] = kept + new["checks"]
-    old["reruns"] = [r for r in old.get("reruns", []) if set(r["scenarios"]) - set(names)] + [rerun]
+    earlier = [{**r, "scenarios": [n for n in r["scenarios"] if n not in names]} for r in old.get("reruns", [])]
+    old["reruns"] = [r for r in earlier if r["scenarios"]] + [rerun]
     for line in new["settings"]:
         if line not in old["settings"]:
             old["settings"].append(line)
