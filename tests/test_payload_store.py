@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
 from temporalio.contrib.aws.s3driver import S3StorageDriver
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext, StorageDriverStoreContext
+from temporalio.testing import WorkflowEnvironment
 
+from cli.conversations import query_state
+from cli.errors import CliError
+from cli.temporal import Session
+from control import start_conversation
+from demo_model.server import text_reply
 from payload_store import LocalFileDriver, PayloadStoreError, data_converter, external_storage
 from settings import ConfigError, Settings
+from tests.helpers import wait_status
+from tests.scripts import ScriptedModel
+from worker import build_worker
 from workflows.models import ChatMessage
 
 
@@ -147,3 +158,22 @@ def test_the_cli_names_a_bad_payload_store_as_a_bad_setting(
     assert capsys.readouterr().err.strip() == (
         "error: bad setting: PAYLOAD_STORE='gs://bucket/prefix': use a directory, file:///path or s3://bucket/prefix"
     )
+
+
+async def test_a_reader_on_another_store_is_told_what_is_missing(
+    env: WorkflowEnvironment, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    """A CLI given another PAYLOAD_STORE than the worker's: `show` names the store, not a traceback."""
+    address = env.client.service_client.config.target_host
+    settings = dataclasses.replace(settings, payload_store=str(tmp_path / "worker-store"), payload_store_threshold=4096)
+    client = await Client.connect(address, data_converter=data_converter(settings))
+    elsewhere = dataclasses.replace(settings, payload_store=str(tmp_path / "cli-store"))
+    cli_client = await Client.connect(address, data_converter=data_converter(elsewhere))
+    model.behaviour = lambda messages: text_reply("a long answer " * 1000)
+    async with build_worker(client, settings):
+        cid = await start_conversation(client, settings, "say a lot")
+        await wait_status(client, cid, "idle")
+        with pytest.raises(
+            CliError, match=f"cannot read {cid}'s state: stored payload sha256:[0-9a-f]{{64}} is missing"
+        ):
+            await query_state(Session(elsewhere, cli_client), cid, timeout=10)
