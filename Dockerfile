@@ -7,7 +7,7 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 COPY pyproject.toml ./
-COPY settings.py connection.py control.py worker.py starter.py ./
+COPY settings.py connection.py control.py worker.py starter.py visible.py ./
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY projection/ projection/
