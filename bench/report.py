@@ -110,9 +110,10 @@ def _recovery(s: dict[str, Any]) -> list[str]:
     return out + _table(head, rows)
 
 
-def _history(s: dict[str, Any]) -> list[str]:
+def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
     out = [
-        f"## 4. History growth over {s['turns']} turns (a file read and one approved tool call per turn)",
+        f"## 4{how[0]}. History growth over {s['turns']} turns (a file read and one approved tool call per turn),"
+        f" {how[1]}",
         "",
         f"Continue-as-new after {s['continue_as_new_after_events']} events (ConversationInput."
         f"continue_as_new_after_events): {s['runs']} runs, after turns {s['continued_as_new_after_turns']};"
@@ -199,7 +200,12 @@ def render(results: dict[str, Any]) -> str:
     if "recovery" in sc:
         lines += _recovery(sc["recovery"])
     if "history" in sc:
-        lines += _history(sc["history"])
+        budget = sc["history"].get("context_budget_tokens")
+        lines += _history(sc["history"], ("", f"context budget {budget} tokens (compaction)"))
+    if "history_full_transcript" in sc:
+        lines += _history(
+            sc["history_full_transcript"], ("b", "no compaction: the whole transcript in every model call")
+        )
     if "inbox" in sc:
         lines += _inbox(sc["inbox"])
     if "langgraph" in sc:

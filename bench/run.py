@@ -35,6 +35,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "parked": (1000, 50),
     "recovery": (1000, 50),
     "history": (500, 20),
+    "history_full_transcript": (500, 20),
     "inbox": (100_000, 10_000),
     "langgraph": (200, 30),
 }
@@ -74,6 +75,8 @@ SCENARIOS: dict[str, Scenario] = {
     "parked": sc_parked.run,
     "recovery": sc_recovery.run,
     "history": sc_history.run,
+    # No compaction (a budget no transcript reaches): the whole transcript goes with every model call.
+    "history_full_transcript": lambda bench, count: sc_history.run(bench, count, context_budget=10**9),
     "inbox": sc_inbox.run,
     "langgraph": sc_langgraph.run,
 }

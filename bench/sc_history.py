@@ -11,6 +11,7 @@ written: a turn starts at its submit_message signal (turn 1 at the workflow star
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,16 @@ def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, An
     return rows, continued_after
 
 
-async def run(bench: Bench, turns: int, payload_threshold: int | None = None) -> dict[str, Any]:
+async def run(
+    bench: Bench, turns: int, payload_threshold: int | None = None, context_budget: int | None = None
+) -> dict[str, Any]:
+    """context_budget: the conversation's CONTEXT_BUDGET_TOKENS (None: the default for the model, so
+    older turns are compacted; a huge one sends the whole transcript with every model call)."""
     settings = bench.settings("history", payload_threshold)
+    if context_budget is not None:
+        settings = dataclasses.replace(settings, context_budget_tokens=context_budget)
+    summaries_before = script.summary_requests(bench.model)
+    label = "history" if context_budget is None else "history_full_transcript"
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
     cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
@@ -94,6 +103,7 @@ async def run(bench: Bench, turns: int, payload_threshold: int | None = None) ->
         approval_timeout_seconds=settings.approval_timeout,
         inbox=[script.user_text(tag(cid, 1))],
         continue_as_new_after_events=limit,
+        context_budget_tokens=settings.context_budget_tokens,
     )
     await bench.client.start_workflow(WORKFLOW_TYPE, start, id=cid, task_queue=settings.task_queue)
     db = settings.approvals_db
@@ -109,7 +119,7 @@ async def run(bench: Bench, turns: int, payload_threshold: int | None = None) ->
         await _wait(lambda k=k: scalar(db, DONE_SQL, f"{cid}:turn_{k}:turn.completed"), f"turn {k} completed")
         seconds.append(time.monotonic() - t0)
         if k % 20 == 0:
-            say(f"history: {k}/{turns} turns")
+            say(f"{label}: {k}/{turns} turns")
     runs = await chain(bench.client, cid)
     bench.stop_workers()
     rows, continued_after = per_turn(runs, turns)
@@ -117,15 +127,19 @@ async def run(bench: Bench, turns: int, payload_threshold: int | None = None) ->
         row["seconds"] = round(spent, 3)
     ran = ran_counts(settings)
     bench.check(
-        "history: one tool run per turn", turns, sum(1 for k in range(1, turns + 1) if ran.get(tag(cid, k)) == 1)
+        f"{label}: one tool run per turn", turns, sum(1 for k in range(1, turns + 1) if ran.get(tag(cid, k)) == 1)
     )
     asked = script.requests_per_tag(bench.model)
-    bench.check("history: model asked twice per turn", turns, sum(asked[tag(cid, k)] == 2 for k in range(1, turns + 1)))
+    bench.check(
+        f"{label}: model asked twice per turn", turns, sum(asked[tag(cid, k)] == 2 for k in range(1, turns + 1))
+    )
     decile = max(1, turns // 10)
     first, last = rows[:decile], rows[-decile:]
     stored = [p.stat().st_size for p in Path(settings.payload_store_location).rglob("*") if p.is_file()]
     summary = {
         "turns": turns,
+        "context_budget_tokens": settings.context_budget_tokens,
+        "summarise_requests": script.summary_requests(bench.model) - summaries_before,
         "payload_store_threshold": settings.payload_store_threshold,
         "tool_output_bytes_per_turn": len(script.source_text()),
         "continue_as_new_after_events": limit,
@@ -147,12 +161,12 @@ async def run(bench: Bench, turns: int, payload_threshold: int | None = None) ->
         "per_turn": rows,
     }
     bench.check(
-        "history: no payload in history at or over the threshold",
+        f"{label}: no payload in history at or over the threshold",
         True,
         summary["largest_inline_payload_bytes"] < max(settings.payload_store_threshold, 4096),
     )
     say(
-        f"history: events/turn {summary['events_per_turn_first_decile']} -> {summary['events_per_turn_last_decile']},"
+        f"{label}: events/turn {summary['events_per_turn_first_decile']} -> {summary['events_per_turn_last_decile']},"
         f" KiB/turn {summary['kib_per_turn_first_decile']} -> {summary['kib_per_turn_last_decile']},"
         f" stored KiB/turn {summary['external_kib_per_turn_first_decile']}"
         f" -> {summary['external_kib_per_turn_last_decile']},"

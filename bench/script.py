@@ -11,7 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from demo_model.script import scripted_summary
 from demo_model.server import ScriptedModelServer, text_reply, tool_reply
+from workflows.compaction import is_summary_request
 
 RAN_LOG = "ran.log"
 # The history scenario's conversations also read a source file each turn: realistic tool output.
@@ -34,6 +36,8 @@ def shell_command(tag: str) -> str:
 
 def respond(body: dict[str, Any]) -> dict[str, Any]:
     messages = body["messages"]
+    if is_summary_request(messages):  # a compaction: the demo model's scripted summary
+        return scripted_summary(messages)
     last = messages[-1]
     if last["role"] == "user":
         tag = tag_of(str(last["content"]))
@@ -56,10 +60,17 @@ def start_model() -> ScriptedModelServer:
 
 
 def requests_per_tag(server: ScriptedModelServer) -> Counter[str]:
-    """How many times the model was asked, per conversation tag (its last user message)."""
+    """How many times the model was asked for an assistant message, per conversation tag (its last
+    user message); a compaction's summarise requests are counted by summary_requests."""
     counts: Counter[str] = Counter()
     for body in list(server.requests):
+        if is_summary_request(body["messages"]):
+            continue
         users = [m for m in body["messages"] if m["role"] == "user"]
         if users:
             counts[tag_of(str(users[-1]["content"]))] += 1
     return counts
+
+
+def summary_requests(server: ScriptedModelServer) -> int:
+    return sum(1 for body in list(server.requests) if is_summary_request(body["messages"]))
