@@ -1,9 +1,12 @@
 """A working session whose tools return real amounts of text: 20 reads of a 16 KB file per turn,
-for 30 turns. Every turn completes, no payload in the history reaches the store's threshold (the
-transcript travels by reference), the model is asked once per assistant message, replay passes."""
+for 30 turns, with compaction out of the way (a budget no transcript reaches), so the whole
+transcript goes with every model call. Every turn completes, no payload in the history reaches the
+store's threshold (the transcript travels by reference), the model is asked once per assistant
+message, replay passes. The same scenario under a context budget is tests/test_compaction.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import pytest
@@ -27,6 +30,7 @@ FILE = "".join(f"{i:05d} a line of a sixteen kilobyte workspace file.......\n" f
 async def test_thirty_turns_of_twenty_16kb_reads(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
+    settings = dataclasses.replace(settings, context_budget_tokens=10**9)
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     (settings.workspace_dir / "notes.txt").write_text(FILE)
     model.behaviour = calls_then_summary(*[(f"call_{i}", "read_file", {"path": "notes.txt"}) for i in range(READS)])
