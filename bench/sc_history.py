@@ -24,6 +24,7 @@ from bench.drive import approve, new_ids, scalar
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median
 from payload_store.history import payload_sizes
+from settings import Settings
 from workflows.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
 
 PENDING_SQL = (
@@ -55,6 +56,10 @@ async def chain(client: Client, cid: str) -> list[WorkflowHistory]:
         if not first.continued_execution_run_id:
             return runs
         runs.insert(0, await client.get_workflow_handle(cid, run_id=first.continued_execution_run_id).fetch_history())
+
+
+def _store_files(settings: Settings) -> set[Path]:
+    return {p for p in Path(settings.payload_store_location).rglob("*") if p.is_file()}
 
 
 def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, Any]], list[int]]:
@@ -91,6 +96,7 @@ async def run(
     if context_budget is not None:
         settings = dataclasses.replace(settings, context_budget_tokens=context_budget)
     summaries_before = script.summary_requests(bench.model)
+    files_before = _store_files(settings)
     label = "history" if context_budget is None else "history_full_transcript"
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
     cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
@@ -135,7 +141,7 @@ async def run(
     )
     decile = max(1, turns // 10)
     first, last = rows[:decile], rows[-decile:]
-    stored = [p.stat().st_size for p in Path(settings.payload_store_location).rglob("*") if p.is_file()]
+    stored = _store_files(settings) - files_before  # the run's store is shared by every scenario
     summary = {
         "turns": turns,
         "context_budget_tokens": settings.context_budget_tokens,
@@ -155,7 +161,7 @@ async def run(
         "external_kib_per_turn_last_decile": round(median([r["external_bytes"] for r in last]) / 1024, 1),
         "largest_inline_payload_bytes": max(r["largest_inline_payload"] for r in rows),
         "payload_store_files": len(stored),
-        "payload_store_mib": round(sum(stored) / 2**20, 1),
+        "payload_store_mib": round(sum(p.stat().st_size for p in stored) / 2**20, 1),
         "seconds_per_turn_first_decile": round(median([r["seconds"] for r in first]), 3),
         "seconds_per_turn_last_decile": round(median([r["seconds"] for r in last]), 3),
         "per_turn": rows,
