@@ -7,7 +7,7 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 COPY pyproject.toml ./
-COPY settings.py connection.py control.py worker.py starter.py visible.py ./
+COPY settings.py connection.py control.py worker.py starter.py visible.py approvals_tools.py ./
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY projection/ projection/
@@ -15,6 +15,7 @@ COPY payload_store/ payload_store/
 COPY demo_model/ demo_model/
 COPY ui/ ui/
 COPY cli/ cli/
+COPY examples/ examples/
 RUN pip install .
 
 # The projection, the ledger and the tools' workspace live on a volume, owned by an unprivileged user.

@@ -59,6 +59,8 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
     )
     if settings.s3_endpoint_url:
         env["AWS_ENDPOINT_URL"] = settings.s3_endpoint_url
+    if settings.policy_file is not None:
+        env["POLICY_FILE"] = settings.policy_file
     env.update(extra)
     return env
 

@@ -7,12 +7,15 @@ conversation starts), so a replay decides every call exactly as the first run di
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from workflows.models import PolicyRules, RuleVerdict
+from workflows.models import PolicyRules, RuleVerdict, ToolDef
+from workflows.tool_specs import TOOL_SPECS
 
-_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# A tool name or a glob over names (`mcp__git__*`), optionally with a glob over its rule argument.
+_RULE = re.compile(r"^\s*([A-Za-z_*?\[][A-Za-z0-9_.*?\[\]-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _SHELL_SEPARATORS = re.compile(r"\|\||&&|\$\(|[;|&\n()`]")
 # Words that may lead a command inside a compound one (`{ sudo x; }`, `if sudo x`, `X=1 sudo x`).
 _LEADING_WORDS = re.compile(
@@ -44,7 +47,7 @@ class Rule:
         return cls(match.group(1), match.group(2))
 
     def matches(self, tool: str, main_argument: str) -> bool:
-        if tool != self.tool:
+        if not fnmatchcase(tool, self.tool):
             return False
         if self.pattern is None:
             return True
@@ -74,24 +77,38 @@ def _all_match(rules: list[str], tool: str, candidates: list[str]) -> bool:
     return all(any(rule.matches(tool, value) for rule in parsed) for value in candidates)
 
 
+def _splitter(tool: str | ToolDef) -> Callable[[str], list[str]] | None:
+    """How the tool's rule argument splits into parts, as its definition says (a bare name is looked
+    up among the built-ins)."""
+    if isinstance(tool, str):
+        definition = TOOL_SPECS.get(tool)
+        mode = definition.splitter if definition is not None else "none"
+    else:
+        mode = tool.splitter
+    return shell_segments if mode == "shell" else None
+
+
 def evaluate(
     rules: PolicyRules,
-    tool: str,
+    tool: str | ToolDef,
     main_argument: str,
     *,
     always_allow: frozenset[str] = frozenset(),
     auto_approve: bool = False,
 ) -> RuleVerdict:
     """Decide one validated call. Always-allow and auto-approve lift asks, never denies."""
+    split = _splitter(tool)
+    if not isinstance(tool, str):
+        tool = tool.name
     candidates = [main_argument]
-    if tool == "run_shell":
-        candidates = [main_argument, *shell_segments(main_argument)]
+    if split is not None:
+        candidates = [main_argument, *split(main_argument)]
     if _any_match(rules.deny, tool, candidates):
         return "deny"
     if tool in always_allow or auto_approve or rules.mode == "auto_approve":
         return "allow"
     # An allow must cover every part of a compound shell command; a matching ask keeps it asked.
-    allow_candidates = candidates[1:] if tool == "run_shell" else candidates
+    allow_candidates = candidates[1:] if split is not None else candidates
     if _any_match(rules.ask, tool, candidates):
         return "ask"
     if _all_match(rules.allow, tool, allow_candidates):
