@@ -8,22 +8,23 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.aws.s3driver import S3StorageDriver
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext, StorageDriverStoreContext
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from cli.conversations import query_state
 from cli.errors import CliError
 from cli.temporal import Session
-from control import start_conversation
+from control import send_decision, start_conversation
 from demo_model.server import text_reply
 from payload_store import LocalFileDriver, PayloadStoreError, data_converter, external_storage
 from settings import ConfigError, Settings
-from tests.helpers import wait_status
-from tests.scripts import ScriptedModel
+from tests.helpers import tool_messages, wait_pending, wait_status
+from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
-from workflows.models import ChatMessage
+from workflows.models import ERROR_INVALID_DECISION, UPDATE_DECIDE, ChatMessage, DecisionInput
 
 
 def payload(text: str) -> Payload:
@@ -177,3 +178,23 @@ async def test_a_reader_on_another_store_is_told_what_is_missing(
             CliError, match=f"cannot read {cid}'s state: stored payload sha256:[0-9a-f]{{64}} is missing"
         ):
             await query_state(Session(elsewhere, cli_client), cid, timeout=10)
+
+
+async def test_an_update_over_2mb_from_the_projects_client_is_refused_and_the_conversation_goes_on(
+    client: Client, settings: Settings, model: ScriptedModel
+) -> None:
+    """Through the project's converter a 2.2 MB payload travels by reference: the validator refuses
+    it by name, no workflow task fails, and the waiting approval is still decided."""
+    model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "a.txt", "content": "ok"}))
+    async with build_worker(client, settings):
+        cid = await start_conversation(client, settings, "write a.txt")
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        handle = client.get_workflow_handle(cid)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(UPDATE_DECIDE, "x" * 2_200_000)
+        assert isinstance(refused.value.cause, ApplicationError)
+        assert refused.value.cause.type == ERROR_INVALID_DECISION
+        await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
+        state = await wait_status(client, cid, "idle")
+    assert (settings.workspace_dir / "a.txt").read_text() == "ok"
+    assert tool_messages(state) == ["Wrote 2 bytes to a.txt"]
