@@ -118,6 +118,11 @@ def _database(name: str, default: str | None) -> str | Path | None:
     return raw if is_postgres(raw) else sqlite_path(raw)
 
 
+def _s3_endpoint() -> str | None:
+    """The S3 endpoint botocore itself would use; set for S3-compatible stores such as MinIO."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
@@ -142,6 +147,9 @@ class Settings:
     context_budget_tokens: int = field(default_factory=_context_budget)
     failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+    payload_store: str | None = field(default_factory=lambda: os.environ.get("PAYLOAD_STORE") or None)
+    payload_store_threshold: int = field(default_factory=lambda: _count_env("PAYLOAD_STORE_THRESHOLD", 64 * 1024))
+    s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
 
     @property
     def host_task_queue(self) -> str:
@@ -193,3 +201,17 @@ class Settings:
         if isinstance(self.approvals_db, Path):
             return self.approvals_db.with_name("ledger.db")
         return self.approvals_db
+
+    @property
+    def payload_store_location(self) -> str:
+        """PAYLOAD_STORE, or a `payloads` directory beside the projection (the data directory)."""
+        return self.payload_store or str(self.local_payload_dir)
+
+    @property
+    def local_payload_dir(self) -> Path:
+        """Where the local driver keeps payloads by default; also read when S3 is configured, so
+        references written before a move to S3 still resolve. Beside a SQLite projection; in the
+        data directory when the projection is a PostgreSQL database."""
+        if isinstance(self.approvals_db, Path):
+            return self.approvals_db.with_name("payloads")
+        return Path("data/payloads")

@@ -79,6 +79,7 @@ async def query_state(session: Session, conversation_id: str, timeout: float) ->
     from temporalio.service import RPCError, RPCStatusCode
 
     from control import get_state
+    from payload_store import PayloadStoreError
 
     client = await session.client()
     try:
@@ -91,6 +92,8 @@ async def query_state(session: Session, conversation_id: str, timeout: float) ->
         return None  # deadline exceeded: no worker polls this task queue
     except (WorkflowQueryFailedError, TimeoutError):
         return None
+    except PayloadStoreError as err:  # the answer is stored, and this process cannot read it
+        raise CliError(f"cannot read {conversation_id}'s state: {err}") from None
     return state.model_dump(mode="json")
 
 

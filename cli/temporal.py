@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
-from cli.errors import CliError, refused
-from settings import Settings
+from cli.errors import EXIT_USAGE, CliError, refused
+from settings import ConfigError, Settings
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -47,6 +47,8 @@ class Session:
             where = f"{self.settings.temporal_address} (namespace {self.settings.namespace})"
             try:
                 self._client = await asyncio.wait_for(connect(self.settings), CONNECT_TIMEOUT_SECONDS)
+            except ConfigError as err:  # PAYLOAD_STORE is read when the client is built
+                raise CliError(f"bad setting: {err}", EXIT_USAGE) from None
             except TimeoutError:
                 raise CliError(
                     f"Temporal is not reachable at {where}: no answer in {CONNECT_TIMEOUT_SECONDS:g}s"

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
@@ -123,7 +122,7 @@ async def projection_catches_up(client: Client, db: Db, conversation_id: str) ->
 async def replay_recorded(client: Client, conversation_ids: list[str], label: str) -> int:
     """Save and replay every run of the given conversations; returns how many runs replayed."""
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter)
     replayed = 0
     for conversation_id in conversation_ids:
         async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
