@@ -27,7 +27,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     projection = Writer(settings.approvals_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
-    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection)
+    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection, settings.sandbox_policy())
     writes = ProjectionActivities(projection)
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).

@@ -8,6 +8,7 @@ from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
+from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from projection.db import Writer
 from workflows.activity_calls import EXECUTE_TOOL
 from workflows.models import ToolRequest, ToolResult
@@ -17,8 +18,11 @@ SIDE_EFFECT_PERMISSIONS = frozenset({"write", "execute"})
 
 
 class ToolActivities:
-    def __init__(self, workspace_dir: Path, ledger: Ledger, projection: Writer) -> None:
-        self._workspace = Workspace(workspace_dir)
+    def __init__(
+        self, workspace_dir: Path, ledger: Ledger, projection: Writer, sandbox: SandboxPolicy | None = None
+    ) -> None:
+        self._workspace_dir = workspace_dir
+        self._sandbox = sandbox or SandboxPolicy()
         self._ledger = ledger
         self._projection = projection
 
@@ -43,9 +47,14 @@ class ToolActivities:
 
     async def _run(self, request: ToolRequest) -> ToolResult:
         kv = KvStore(request.kv)
+        # Network is decided per call by the workflow from the policy's network rules.
+        workspace = Workspace(self._workspace_dir, self._sandbox.with_network(request.network))
         activity.heartbeat()
         try:
-            content = await BUILTIN_TOOLS[request.tool_name](self._workspace, kv, request.arguments, activity.heartbeat)
+            content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+        except SandboxUnavailable as err:
+            activity.logger.error("not running %s: %s", request.request_id, err)
+            return ToolResult(content=f"Error: not run: {err}", is_error=True)
         except (InvalidToolCall, ValueError, OSError) as err:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)

@@ -11,13 +11,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from workflows.models import PolicyRules, RuleVerdict
+from workflows.shell_words import collapse_whitespace, simple_commands
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
-_SHELL_SEPARATORS = re.compile(r"\|\||&&|\$\(|[;|&\n()`]")
-# Words that may lead a command inside a compound one (`{ sudo x; }`, `if sudo x`, `X=1 sudo x`).
-_LEADING_WORDS = re.compile(
-    r"^(?:(?:[{}!]|if|then|else|elif|fi|do|done|while|until|time|[A-Za-z_][A-Za-z0-9_]*=\S*)(?:\s+|$))+"
-)
 
 DEFAULT_RULES = PolicyRules(
     mode="default",
@@ -52,14 +48,22 @@ class Rule:
 
 
 def shell_segments(command: str) -> list[str]:
-    """Split a command line into its simple commands so `ls; sudo x`, `(sudo x)` or `if sudo x; ...`
-    cannot hide `sudo x` from a deny. A guard against slips, not a sandbox: `bash -c` or `eval` hide."""
-    parts = [_LEADING_WORDS.sub("", part.strip()).strip() for part in _SHELL_SEPARATORS.split(command)]
-    return [part for part in parts if part] or [command.strip()]
+    """The simple commands of a command line, normalised (see workflows.shell_words), so neither
+    `ls; sudo x`, `time -p sudo x` nor `sudo<TAB>x` hides `sudo x` from a deny."""
+    return simple_commands(command) or [collapse_whitespace(command)]
+
+
+def _candidates(tool: str, main_argument: str) -> tuple[list[str], list[str]]:
+    """What deny rules are matched against (any may match), and what allow-like rules must cover
+    (all must match): for a shell command, every simple command of it."""
+    if tool != "run_shell":
+        return [main_argument], [main_argument]
+    segments = shell_segments(main_argument)
+    return [main_argument, collapse_whitespace(main_argument), *segments], segments
 
 
 def validate_rules(rules: PolicyRules) -> PolicyRules:
-    for text in (*rules.allow, *rules.ask, *rules.deny):
+    for text in (*rules.allow, *rules.ask, *rules.deny, *rules.network):
         Rule.parse(text)
     return rules
 
@@ -83,17 +87,21 @@ def evaluate(
     auto_approve: bool = False,
 ) -> RuleVerdict:
     """Decide one validated call. Always-allow and auto-approve lift asks, never denies."""
-    candidates = [main_argument]
-    if tool == "run_shell":
-        candidates = [main_argument, *shell_segments(main_argument)]
+    candidates, allow_candidates = _candidates(tool, main_argument)
     if _any_match(rules.deny, tool, candidates):
         return "deny"
     if tool in always_allow or auto_approve or rules.mode == "auto_approve":
         return "allow"
     # An allow must cover every part of a compound shell command; a matching ask keeps it asked.
-    allow_candidates = candidates[1:] if tool == "run_shell" else candidates
     if _any_match(rules.ask, tool, candidates):
         return "ask"
     if _all_match(rules.allow, tool, allow_candidates):
         return "allow"
     return "ask"
+
+
+def network_allowed(rules: PolicyRules, tool: str, main_argument: str) -> bool:
+    """Whether the call's sandbox shares the host's network: a network rule must cover every
+    simple command of it (`curl x; sh y` gets no network from `run_shell(curl *)` alone)."""
+    _, covered = _candidates(tool, main_argument)
+    return bool(rules.network) and _all_match(rules.network, tool, covered)

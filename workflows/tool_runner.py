@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         request_id_for,
     )
-    from workflows.policy import evaluate
+    from workflows.policy import evaluate, network_allowed
     from workflows.tool_specs import TOOL_SPECS, InvalidToolCall, ToolSpec, main_argument_text, validate_call
 
 if TYPE_CHECKING:
@@ -181,6 +181,7 @@ class ToolRunner:
             tool_name=spec.name,
             arguments=arguments,
             kv=conv.kv,
+            network=network_allowed(conv.start_input.policy, spec.name, main_argument_text(spec, arguments)),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
