@@ -38,12 +38,52 @@ def unquote(word: str) -> str:
     return "".join(out)
 
 
+def _split_quoted(command: str) -> list[str]:
+    """Split at separators outside quotes. `$(...)` and backquotes run even inside double quotes,
+    so they split there too; single quotes hide everything."""
+    parts, current, stack, i = [], "", ["cmd"], 0
+    while i < len(command):
+        context, char = stack[-1], command[i]
+        step, cut = 1, False
+        if context == "'":
+            if char == "'":
+                stack.pop()
+        elif char == "\\":
+            step = 2
+        elif command.startswith("$(", i):
+            stack.append("cmd")
+            step, cut = 2, True
+        elif char == "`":
+            if context == "`":
+                stack.pop()
+            else:
+                stack.append("`")
+            cut = True
+        elif context == '"':
+            if char == '"':
+                stack.pop()
+        elif char in "'\"":
+            stack.append(char)
+        elif char == ")" and context == "cmd" and len(stack) > 1:
+            stack.pop()
+            cut = True
+        elif separator := _SEPARATORS.match(command, i):
+            step, cut = len(separator.group()), True
+        if cut:
+            parts.append(current)
+            current = ""
+        else:
+            current += command[i : i + step]
+        i += step
+    return [*parts, current]
+
+
 def _strip_leading(words: list[str]) -> list[str]:
     """Drop what only leads a command: reserved words, assignments, wrappers and their options."""
     i = 0
     while i < len(words):
         word = unquote(words[i])
-        if words[i] in _RESERVED or _ASSIGNMENT.match(words[i]):
+        if words[i] in _RESERVED or _ASSIGNMENT.match(word):
             i += 1
         elif word in _WRAPPERS:
             i = _skip_options(words, i + 1, _WRAPPERS[word])
@@ -66,12 +106,14 @@ def _skip_options(words: list[str], i: int, takes_argument: frozenset[str]) -> i
 
 
 def simple_commands(command: str) -> list[str]:
-    """Each simple command of the line, normalised: unquoted words joined by one space."""
-    commands = []
-    for part in _SEPARATORS.split(command):
+    """Each simple command of the line, normalised: unquoted words joined by one space. The line is
+    split twice, ignoring quotes and honouring them, so that `A="x; y" sudo z` is seen whole."""
+    commands: list[str] = []
+    for part in [*_SEPARATORS.split(command), *_split_quoted(command)]:
         words = _strip_leading(_WORD.findall(part))
-        if words:
-            commands.append(" ".join(unquote(w) for w in words))
+        normal = " ".join(unquote(w) for w in words).strip()
+        if normal and normal not in commands:
+            commands.append(normal)
     return commands
 
 
