@@ -193,7 +193,7 @@ def _probe(name: str, binary: str, policy: SandboxPolicy, environ: Mapping[str, 
         shutil.rmtree(workspace, ignore_errors=True)
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return f"{name}: {detail}"
+        return detail if detail.startswith(f"{name}:") else f"{name}: {detail}"
     _works.add((name, binary))
     return None
 

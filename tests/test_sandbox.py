@@ -1,5 +1,5 @@
-"""The sandbox run_shell runs in, without Temporal: what a command can and cannot reach, with each
-launcher, and that no launcher means no run."""
+"""The sandbox run_shell runs in: what a command can and cannot reach, with each launcher; network
+only for calls a network rule covers; and no launcher that starts means no run."""
 
 from __future__ import annotations
 
@@ -12,11 +12,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from activities.builtin_tools import KvStore, Workspace, run_shell
 from activities.sandbox import SandboxPolicy, SandboxUnavailable, sandboxed_launch
+from control import send_decision, start_conversation
 from settings import ConfigError, Settings
+from tests.conftest import HistoryRecorder
+from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
 from tests.processes import REPO_ROOT
+from tests.scripts import ScriptedModel, calls_then_summary
+from worker import build_worker
+from workflows.models import DecisionInput
 
 LAUNCHERS = ["bwrap", "unshare"]
 SECRET = "s3cret-value-0f-the-worker"
@@ -149,3 +156,52 @@ def test_a_bad_sandbox_table_is_refused_at_start(tmp_path: Path, setting: str, v
     policy_file.write_text(f"[sandbox]\n{setting} = {value}\n")
     with pytest.raises(ConfigError, match="sandbox"):
         Settings(policy_file=str(policy_file), tool_sandbox=None).sandbox_policy()
+
+
+async def test_a_network_rule_gives_the_calls_it_covers_the_network_and_no_other(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, loopback_server: str
+) -> None:
+    policy_file = settings.approvals_db.with_name("policy.toml")
+    policy_file.write_text('mode = "auto_approve"\nnetwork = ["run_shell(curl *)"]\n')
+    settings = replace(settings, policy_file=str(policy_file))
+    fetch = f"curl -sS -m 5 {loopback_server}"
+    model.behaviour = calls_then_summary(
+        ("call_1", "run_shell", {"command": fetch}),
+        ("call_2", "run_shell", {"command": f"{fetch}; echo second"}),  # not covered: `echo second`
+        (
+            "call_3",
+            "run_shell",
+            {"command": f"python3 -c 'import urllib.request as u; u.urlopen(\"{loopback_server}\")'"},
+        ),
+    )
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "fetch it"))
+        state = await wait_status(client, cid, "idle")
+
+    covered, mixed, other = tool_messages(state)
+    assert covered == "exit code 0\nreached-the-host", covered
+    assert "reached-the-host" not in mixed and "curl: (7)" in mixed and "second" in mixed
+    assert "reached-the-host" not in other and "exit code 1" in other
+
+
+async def test_an_approved_command_fails_closed_when_no_sandbox_starts(
+    client: Client,
+    settings: Settings,
+    model: ScriptedModel,
+    histories: HistoryRecorder,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("PATH", failing_launchers(tmp_path / "bin"))
+    model.behaviour = calls_then_summary(("call_1", "run_shell", {"command": "echo ran > ran.txt"}))
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "run it"))
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
+        state = await wait_status(client, cid, "idle")
+
+    [result] = tool_messages(state)
+    assert result.startswith("Error: not run: the sandbox could not start (bwrap: creating new namespace failed")
+    assert "results: Error: not run" in (state.messages[-1].content or ""), "the model is told"
+    assert not (settings.workspace_dir / "ran.txt").exists()
+    assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "done"
