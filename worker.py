@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
+from activities.sandbox import describe as describe_sandbox
 from activities.tools import ToolActivities
 from connection import connect
 from projection.db import Writer
@@ -54,6 +55,7 @@ async def main() -> None:
     settings = Settings()
     client = await connect(settings)
     worker = build_worker(client, settings)
+    logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
     logging.info("worker ready: task queue %s on %s", settings.task_queue, settings.temporal_address)
     await worker.run()
 

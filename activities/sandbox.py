@@ -228,9 +228,20 @@ def sandboxed_launch(
     """What to exec for `argv` in `workspace` under `policy`. Raises SandboxUnavailable, never
     returns an unsandboxed launch unless the policy itself turned the sandbox off."""
     environ = os.environ if environ is None else environ
-    workspace = Path(os.path.abspath(workspace))
+    workspace = Path(workspace).resolve()
     if not policy.enabled:
         return Launch(list(argv), scrubbed_env(policy, environ, str(workspace)), workspace, None)
     name, binary = choose_launcher(policy, environ)
     prefix = _RENDER[name](binary, _steps(workspace, policy), workspace, policy)
     return Launch([*prefix, *argv], scrubbed_env(policy, environ, SANDBOX_HOME), workspace, name)
+
+
+def describe(policy: SandboxPolicy) -> str:
+    """One line for the worker's log at start: how tools will be confined, or why they will not run."""
+    if not policy.enabled:
+        return "OFF: tools run with the worker's files and network (TOOL_SANDBOX=off or [sandbox] enabled = false)"
+    try:
+        name, binary = choose_launcher(policy)
+    except SandboxUnavailable as err:
+        return f"UNAVAILABLE: shell commands will not run: {err}"
+    return f"{name} ({binary}): no network unless a rule opts in, no project files, an allow-listed environment"
