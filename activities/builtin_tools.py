@@ -92,6 +92,7 @@ async def run_shell(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Hear
         *launch.argv,
         cwd=launch.cwd,
         env=launch.env,
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
