@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,7 +26,17 @@ from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import DecisionInput
 
-LAUNCHERS = ["bwrap", "unshare"]
+# unshare comes with util-linux everywhere; bubblewrap is a package (CI installs it and sets REQUIRE_BWRAP).
+LAUNCHERS = [
+    "unshare",
+    pytest.param(
+        "bwrap",
+        marks=pytest.mark.skipif(
+            shutil.which("bwrap") is None and not os.environ.get("REQUIRE_BWRAP"),
+            reason="bubblewrap is not installed (apt-get install bubblewrap)",
+        ),
+    ),
+]
 SECRET = "s3cret-value-0f-the-worker"
 
 

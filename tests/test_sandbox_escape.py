@@ -5,11 +5,13 @@ write_file; with the sandbox turned off the same command succeeds, which shows t
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from tests.conftest import HistoryRecorder, binary
 from tests.helpers import approval_row, pending_rows, tool_messages, wait_pending, wait_status
 from tests.processes import REPO_ROOT
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
+from tests.stack import make_stack
 from tests.ui_fixtures import served_app
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -115,3 +118,24 @@ async def test_an_approved_command_cannot_approve_another_request(
     assert approval_row(settings.approvals_db, target[0])["decision"] is None
     assert [r.request_id for r in victim_state.pending_approvals] == target
     assert not (settings.workspace_dir / "notes.txt").exists()
+
+
+def test_a_worker_process_keeps_its_secrets_from_an_approved_command(client: Client, tmp_path: Path) -> None:
+    """As `make run` runs it: a real worker process with a token and a model key in its environment."""
+    stack = make_stack(tmp_path, client.service_client.config.target_host)
+    stack.env.update(UI_TOKEN="ui-token-of-the-worker", OPENAI_API_KEY="model-key-of-the-worker")
+    try:
+        stack.start_worker()
+        conversation_id = stack.cli_ok("start", "run env && cat /proc/[0-9]*/environ").stdout.strip()
+        [row] = stack.wait_pending(conversation_id, 1)
+        stack.cli_ok("approve", row["request_id"])
+        state = stack.wait_status(conversation_id, "idle")
+    finally:
+        stack.stop()
+
+    [output] = [m["content"] for m in state["messages"] if m["role"] == "tool"]
+    assert output.startswith("exit code 0\n") and "PATH=" in output and "HOME=/tmp" in output, output
+    for secret in ("ui-token-of-the-worker", "model-key-of-the-worker", stack.env["TEMPORAL_ADDRESS"]):
+        assert secret not in output
+    assert str(stack.settings.approvals_db) not in output and stack.settings.task_queue not in output
+    assert re.search(r"tool sandbox: (bwrap|unshare) \(", stack.worker_log.read_text())
