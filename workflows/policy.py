@@ -14,6 +14,13 @@ from workflows.models import PolicyRules, RuleVerdict
 from workflows.shell_words import collapse_whitespace, simple_commands
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# Shell matching before normalisation. A history recorded then replays with it (its verdicts are in
+# that history's commands); the workflow asks `workflow.patched(SHELL_NORMALISATION_PATCH)`.
+SHELL_NORMALISATION_PATCH = "shell-rule-normalisation"
+_LEGACY_SEPARATORS = re.compile(r"\|\||&&|\$\(|[;|&\n()`]")
+_LEGACY_LEADING = re.compile(
+    r"^(?:(?:[{}!]|if|then|else|elif|fi|do|done|while|until|time|[A-Za-z_][A-Za-z0-9_]*=\S*)(?:\s+|$))+"
+)
 
 DEFAULT_RULES = PolicyRules(
     mode="default",
@@ -53,11 +60,19 @@ def shell_segments(command: str) -> list[str]:
     return simple_commands(command) or [collapse_whitespace(command)]
 
 
-def _candidates(tool: str, main_argument: str) -> tuple[list[str], list[str]]:
+def _legacy_segments(command: str) -> list[str]:
+    parts = [_LEGACY_LEADING.sub("", part.strip()).strip() for part in _LEGACY_SEPARATORS.split(command)]
+    return [part for part in parts if part] or [command.strip()]
+
+
+def _candidates(tool: str, main_argument: str, normalise: bool = True) -> tuple[list[str], list[str]]:
     """What deny rules are matched against (any may match), and what allow-like rules must cover
     (all must match): for a shell command, every simple command of it."""
     if tool != "run_shell":
         return [main_argument], [main_argument]
+    if not normalise:
+        legacy = _legacy_segments(main_argument)
+        return [main_argument, *legacy], legacy
     segments = shell_segments(main_argument)
     return [main_argument, collapse_whitespace(main_argument), *segments], segments
 
@@ -85,9 +100,11 @@ def evaluate(
     *,
     always_allow: frozenset[str] = frozenset(),
     auto_approve: bool = False,
+    normalise_shell: bool = True,
 ) -> RuleVerdict:
-    """Decide one validated call. Always-allow and auto-approve lift asks, never denies."""
-    candidates, allow_candidates = _candidates(tool, main_argument)
+    """Decide one validated call. Always-allow and auto-approve lift asks, never denies.
+    normalise_shell=False matches shell commands as releases before normalisation did."""
+    candidates, allow_candidates = _candidates(tool, main_argument, normalise_shell)
     if _any_match(rules.deny, tool, candidates):
         return "deny"
     if tool in always_allow or auto_approve or rules.mode == "auto_approve":

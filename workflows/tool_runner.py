@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         request_id_for,
     )
-    from workflows.policy import evaluate, network_allowed
+    from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.tool_specs import TOOL_SPECS, InvalidToolCall, ToolSpec, main_argument_text, validate_call
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class ToolRunner:
             main_argument_text(spec, arguments),
             always_allow=frozenset(self._conv.book.always_allow),
             auto_approve=self._conv.auto_approve,
+            normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
         return _Plan(call, spec, arguments, verdict)
 
