@@ -24,6 +24,8 @@ from pathlib import Path
 
 LAUNCHERS = ("bwrap", "unshare")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Always covered: the machine's own secrets under /etc (root inside may map to root outside).
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d")
 BASE_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
 SANDBOX_HOME = "/tmp"
 PROBE_TIMEOUT_SECONDS = 10.0
@@ -84,7 +86,8 @@ def _steps(workspace: Path, policy: SandboxPolicy) -> list[tuple[str, ...]]:
         if resolv.exists() and not any(_inside(resolv, v) for v in visible):
             steps.append(("ro", str(resolv.parent)))
             visible.append(resolv.parent)
-    hidden = sorted({Path(os.path.abspath(p)) for p in policy.hidden}, key=lambda p: len(p.parts))
+    named: list[str | Path] = [*policy.hidden, *SYSTEM_SECRETS]
+    hidden = sorted({Path(os.path.abspath(p)) for p in named}, key=lambda p: len(p.parts))
     for path in hidden:
         if any(_inside(path, v) and path != v for v in visible) and not _inside(path, workspace):
             steps.append(_cover(path))
@@ -106,7 +109,6 @@ def _bwrap_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, poli
     if policy.network:
         argv.append("--share-net")
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    flags = {"ro": "--ro-bind", "rw": "--bind", "hide-dir": "--tmpfs", "hide-file": "--ro-bind"}
     for step in steps:
         if step[0] == "link":
             argv += ["--symlink", step[2], step[1]]
@@ -115,7 +117,7 @@ def _bwrap_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, poli
         elif step[0] == "hide-file":
             argv += ["--ro-bind", "/dev/null", step[1]]
         else:
-            argv += [flags[step[0]], step[1], step[1]]
+            argv += ["--ro-bind" if step[0] == "ro" else "--bind", step[1], step[1]]
     return [*argv, "--chdir", str(workspace), "--"]
 
 
@@ -129,7 +131,7 @@ PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t tmpfs -o mode=0755 sandbox "$R"
 readonly_below() {
   while read -r _ _ _ _ mp _; do
-    case $mp in "$1"|"$1"/*) mount -o remount,bind,ro "$mp" ;; esac
+    case $mp in "$1"|"$1"/*) mount -o remount,bind,ro,nosuid,nodev "$mp" ;; esac
   done < /proc/self/mountinfo
 }
 while [ "$1" != "--" ]; do
