@@ -99,7 +99,11 @@ class Settings:
             enabled, launcher = self.tool_sandbox != "off", self.tool_sandbox
         if not isinstance(enabled, bool) or launcher not in SANDBOX_CHOICES:
             raise ConfigError(f"sandbox: enabled must be true or false, launcher one of {', '.join(SANDBOX_CHOICES)}")
-        if not all(isinstance(n, str) for n in [*names, *hide]):
+        if (
+            not isinstance(names, list)
+            or not isinstance(hide, list)
+            or not all(isinstance(n, str) for n in names + hide)
+        ):
             raise ConfigError("sandbox: env and hide must be lists of strings")
         hidden = [self.approvals_db, self.approvals_db.parent, self.ledger_db, self.ledger_db.parent, *map(Path, hide)]
         if self.policy_file is not None:

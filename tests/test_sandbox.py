@@ -161,7 +161,9 @@ def test_turned_off_explicitly_the_command_runs_as_the_worker(tmp_path: Path, mo
     assert f"{REPO_ROOT}" in shell(tmp_path, f"ls -d {REPO_ROOT}", off)
 
 
-@pytest.mark.parametrize(("setting", "value"), [("launcher", '"chroot"'), ("enabled", '"no"'), ("env", "[1]")])
+@pytest.mark.parametrize(
+    ("setting", "value"), [("launcher", '"chroot"'), ("enabled", '"no"'), ("env", "[1]"), ("hide", '"/etc/x"')]
+)
 def test_a_bad_sandbox_table_is_refused_at_start(tmp_path: Path, setting: str, value: str) -> None:
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(f"[sandbox]\n{setting} = {value}\n")
