@@ -30,7 +30,7 @@ VARIANTS = {
 async def measure(n: int, workspace: Path) -> dict[str, Any]:
     variants = {name: p for name, p in VARIANTS.items() if not p.enabled or shutil.which(p.launcher)}
     times: dict[str, list[float]] = {name: [] for name in variants}
-    for name, policy in variants.items():  # a first run probes the launcher; not timed
+    for policy in variants.values():  # a first run probes the launcher; not timed
         await run_shell(Workspace(workspace, policy), KvStore({}), {"command": "true"}, lambda: None)
     for _ in range(n):
         for name, policy in variants.items():
