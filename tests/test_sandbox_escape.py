@@ -33,10 +33,11 @@ Attack = Callable[[Settings, str, str, str], str]
 
 
 def via_api(settings: Settings, temporal: str, ui_url: str, request_id: str) -> str:
-    """curl to the approvals API, with the Origin header a browser on the inbox would send."""
+    """curl to the approvals API, with the headers a browser on the inbox would send."""
     body = json.dumps({"decision": "allow", "reason": "looks fine"})
     return (
-        f"curl -sS -m 5 -X POST -H 'Origin: {ui_url}' -H 'Content-Type: application/json' "
+        f"curl -sS -m 5 -X POST -H 'Origin: {ui_url}' -H 'Sec-Fetch-Site: same-origin' "
+        "-H 'Content-Type: application/json' "
         f"-d '{body}' {ui_url}/api/approvals/{request_id}/decision"
     )
 
