@@ -40,6 +40,7 @@ async def start_conversation(
         policy=settings.load_policy(),
         approval_timeout_seconds=settings.approval_timeout,
         inbox=[message],
+        context_budget_tokens=settings.context_budget_tokens,
     )
     await client.start_workflow(
         WORKFLOW_TYPE,

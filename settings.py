@@ -32,6 +32,51 @@ def _model_name() -> str:
     return DEMO_MODEL_NAME if _model_url() == DEMO_MODEL_URL else OPENAI_DEFAULT_MODEL
 
 
+# Context windows (tokens) of models whose size is known, by name prefix; the longest prefix wins.
+MODEL_CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "gemini": 1_048_576,
+    "llama3": 8_192,
+    "llama3.1": 128_000,
+    "llama3.2": 128_000,
+    "llama3.3": 128_000,
+    "qwen2.5": 32_768,
+    "qwen3": 40_960,
+    "mistral": 32_768,
+    "scripted-demo": 32_000,
+}
+# The budget leaves room for the reply and for counting errors; the cap keeps every model call's
+# input (and so each history event) a few hundred kilobytes at most.
+CONTEXT_SAFETY_SHARE = 0.75
+CONTEXT_BUDGET_CAP = 200_000
+DEFAULT_CONTEXT_BUDGET = 24_000
+
+
+def default_context_budget(model: str) -> int:
+    """A share of the model's known window, capped; a conservative default for unknown models."""
+    name = model.rsplit("/", 1)[-1].lower()
+    known = [prefix for prefix in MODEL_CONTEXT_WINDOWS if name.startswith(prefix)]
+    if not known:
+        return DEFAULT_CONTEXT_BUDGET
+    window = MODEL_CONTEXT_WINDOWS[max(known, key=len)]
+    return min(CONTEXT_BUDGET_CAP, int(window * CONTEXT_SAFETY_SHARE))
+
+
+def _context_budget() -> int:
+    if os.environ.get("CONTEXT_BUDGET_TOKENS"):
+        return int(_float_env("CONTEXT_BUDGET_TOKENS", DEFAULT_CONTEXT_BUDGET))
+    return default_context_budget(_model_name())
+
+
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names the variable."""
 
@@ -65,6 +110,7 @@ class Settings:
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
     workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
+    context_budget_tokens: int = field(default_factory=_context_budget)
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
     tool_sandbox: str | None = field(default_factory=lambda: os.environ.get("TOOL_SANDBOX") or None)
 

@@ -43,6 +43,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             writes.project_conversation,
             writes.project_approval_requested,
             writes.project_approval_resolved,
+            writes.project_compaction,
         ],
         # The projection activities are synchronous sqlite writes; they run on these threads.
         activity_executor=ThreadPoolExecutor(max_workers=8),

@@ -10,8 +10,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from workflows.activity_calls import CALL_LLM
-from workflows.models import ChatMessage, LlmRequest, ToolCall
+from activities.llm_errors import is_context_window_error
+from workflows.activity_calls import CALL_LLM, ERROR_CONTEXT_WINDOW
+from workflows.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
@@ -26,6 +27,19 @@ def _wire_message(message: ChatMessage) -> dict[str, Any]:
     return wire
 
 
+def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """The leading system messages (the prompt, a compaction's summary) go as one: many chat
+    templates accept a single system message, and only at the start."""
+    head = 0
+    while head < len(messages) and messages[head].role == "system":
+        head += 1
+    wire = [_wire_message(m) for m in messages[head:]]
+    if head:
+        joined = "\n\n".join(m.content or "" for m in messages[:head])
+        wire.insert(0, {"role": "system", "content": joined})
+    return wire
+
+
 class LlmActivities:
     def __init__(self, base_url: str, api_key: str, model: str, timeout: float = 120.0) -> None:
         # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
@@ -33,25 +47,33 @@ class LlmActivities:
         self._model = model
 
     @activity.defn(name=CALL_LLM)
-    async def call_llm(self, request: LlmRequest) -> ChatMessage:
+    async def call_llm(self, request: LlmRequest) -> LlmReply:
+        activity.logger.info(
+            "call_llm %s for %s/%s (%d messages)",
+            request.purpose,
+            request.conversation_id,
+            request.turn_id,
+            len(request.messages),
+        )
         try:
             # The body is already in wire form: posting it as is skips the client's per-field transform
             # of the params, which costs about a millisecond per message and blocks the worker's event
             # loop for half a second per call once a conversation holds a few hundred messages.
-            body: dict[str, Any] = {"model": self._model, "messages": [_wire_message(m) for m in request.messages]}
+            body: dict[str, Any] = {"model": self._model, "messages": wire_messages(request.messages)}
             if request.tools:
                 body["tools"] = request.tools
             completion = await heartbeating(
                 self._client.post("/chat/completions", body=body, cast_to=ChatCompletion), activity.heartbeat
             )
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
-            raise ApplicationError(
-                f"the model refused the credentials: {err}", type="LlmAuthentication", non_retryable=True
-            ) from err
-        except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError) as err:
-            raise ApplicationError(
-                f"the model rejected the request: {err}", type="LlmBadRequest", non_retryable=True
-            ) from err
+        except openai.APIStatusError as err:
+            if is_context_window_error(err.status_code, err.code, err.message):
+                raise ApplicationError(
+                    f"the request does not fit the model's context window: {err}",
+                    type=ERROR_CONTEXT_WINDOW,
+                    non_retryable=True,
+                ) from err
+            _raise_named(err)
+            raise
         if not completion.choices:
             raise ApplicationError("the model returned no choices", type="LlmEmptyResponse")
         message = completion.choices[0].message
@@ -60,4 +82,25 @@ class LlmActivities:
             for call in message.tool_calls or []
             if call.type == "function"
         ]
-        return ChatMessage(role="assistant", content=message.content, tool_calls=tool_calls)
+        usage = completion.usage
+        return LlmReply(
+            role="assistant",
+            content=message.content,
+            tool_calls=tool_calls,
+            # A server that counts nothing says 0: that is no count at all.
+            usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            if usage is not None and usage.prompt_tokens > 0
+            else None,
+        )
+
+
+def _raise_named(err: openai.APIStatusError) -> None:
+    """Refusals a retry cannot heal, named so the retry policy stops at once."""
+    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
+        raise ApplicationError(
+            f"the model refused the credentials: {err}", type="LlmAuthentication", non_retryable=True
+        ) from err
+    if isinstance(err, openai.BadRequestError | openai.NotFoundError | openai.UnprocessableEntityError):
+        raise ApplicationError(
+            f"the model rejected the request: {err}", type="LlmBadRequest", non_retryable=True
+        ) from err

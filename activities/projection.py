@@ -5,9 +5,24 @@ from __future__ import annotations
 from temporalio import activity
 
 from projection.db import Writer
-from projection.writes import write_approval_requested, write_approval_resolved, write_conversation
-from workflows.activity_calls import PROJECT_APPROVAL_REQUESTED, PROJECT_APPROVAL_RESOLVED, PROJECT_CONVERSATION
-from workflows.models import ApprovalRequestedProjection, ApprovalResolvedProjection, ConversationProjection
+from projection.writes import (
+    write_approval_requested,
+    write_approval_resolved,
+    write_compaction,
+    write_conversation,
+)
+from workflows.activity_calls import (
+    PROJECT_APPROVAL_REQUESTED,
+    PROJECT_APPROVAL_RESOLVED,
+    PROJECT_COMPACTION,
+    PROJECT_CONVERSATION,
+)
+from workflows.models import (
+    ApprovalRequestedProjection,
+    ApprovalResolvedProjection,
+    CompactionProjection,
+    ConversationProjection,
+)
 
 
 class ProjectionActivities:
@@ -28,3 +43,8 @@ class ProjectionActivities:
     def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         with self._writer.transaction() as conn:
             write_approval_resolved(conn, payload)
+
+    @activity.defn(name=PROJECT_COMPACTION)
+    def project_compaction(self, payload: CompactionProjection) -> None:
+        with self._writer.transaction() as conn:
+            write_compaction(conn, payload)

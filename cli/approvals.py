@@ -13,7 +13,7 @@ import getpass
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, refused
-from cli.output import note, print_json, short_time, table, tool_call_text
+from cli.output import note, print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def pending(args: argparse.Namespace, session: Session) -> int:
             ["REQUEST", "TOOL CALL (exactly as it will run)", "REQUESTED", "STATUS"],
             [
                 [
-                    row["request_id"],
+                    shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
                     short_time(row["created_at"]),
                     row["status"],
@@ -96,5 +96,6 @@ async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any])
         raise refused(str(err)) from None
     verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]
     print(f"{verb}: {tool_call_text(row['tool_name'], row['arguments'])}")
-    print(f"  request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
+    where = shown(f"request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
+    print(f"  {where}")
     return EXIT_OK

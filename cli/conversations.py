@@ -10,9 +10,10 @@ import argparse
 from typing import Any
 
 from cli.errors import EXIT_OK, CliError, refused
-from cli.output import note, print_json, safe, short_time, table, tool_call_text
+from cli.output import note, print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session, rpc
 
+SUMMARY_NAME = "conversation_summary"  # workflows.compaction.SUMMARY_NAME, without importing pydantic
 STATUS_MARKS = {"awaiting_approval": "●", "running": "○", "failed": "✗"}
 
 
@@ -59,7 +60,7 @@ def conversations(args: argparse.Namespace, session: Session) -> int:
             [
                 [
                     STATUS_MARKS.get(r["turn_status"], " "),
-                    r["conversation_id"],
+                    shown(r["conversation_id"]),
                     r["turn_status"],
                     r["pending_count"],
                     short_time(r["updated_at"]),
@@ -112,35 +113,57 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         state = _projected_state(session, args.conversation)
     else:
         state["source"] = "worker"
+    archived = _archived(session, args.conversation)
+    # The archive is written before messages leave the workflow, so it may be ahead of the answer.
+    state["archived"] = archived[: state["archived_messages"]] if state["messages"] is not None else archived
     if args.json:
         print_json(state)
         return EXIT_OK
-    print(f"Conversation {safe(state['conversation_id'])}: {state['turn_status']}")
+    print(f"Conversation {shown(state['conversation_id'])}: {state['turn_status']}")
     if state.get("last_error"):
-        print(f"  last error: {safe(state['last_error'])}")
+        print(f"  last error: {shown(state['last_error'])}")
     for approval in state["pending_approvals"]:
         call = tool_call_text(approval["tool_name"], approval["arguments"])
-        print(f"  waits for approval: {approval['request_id']}  {call}")
-    if state["messages"] is None:
+        print(f"  waits for approval: {shown(approval['request_id'])}  {call}")
+    if state["messages"] is None and not state["archived"]:
         print("  (transcript unavailable until a worker runs)")
         return EXIT_OK
     print()
+    for message in state["archived"]:
+        for line in transcript_lines(message):
+            print(line)
+    if state["messages"] is None:
+        print("-- the more recent messages need a running worker (python worker.py) to be shown --")
+        return EXIT_OK
+    if state["archived"]:
+        count = len(state["archived"])
+        print(f"-- the {count} message(s) above were compacted: the model sees this summary instead --")
     for message in state["messages"]:
         for line in transcript_lines(message):
             print(line)
     return EXIT_OK
 
 
+def _archived(session: Session, conversation_id: str) -> list[dict[str, Any]]:
+    """Messages compactions took out of the model's transcript; people still read them."""
+    from projection.reader import archived_messages, reading
+
+    with reading(session.settings.approvals_db) as conn:
+        return archived_messages(conn, conversation_id)
+
+
 def transcript_lines(message: dict[str, Any]) -> list[str]:
     """One message as a person reads it; model text escaped, tool calls exactly as proposed."""
     role = message["role"]
     if role == "system":
+        if message.get("name") == SUMMARY_NAME:
+            return [f"summary for the model: {shown(message.get('content') or '', keep_newlines=True)}"]
         return []
-    content = safe(message.get("content") or "", keep_newlines=True)
+    content = shown(message.get("content") or "", keep_newlines=True)
     if role == "tool":
-        head = f"tool {message.get('name') or ''} [{message.get('tool_call_id')}]:"
+        head = shown(f"tool {message.get('name') or ''} [{message.get('tool_call_id')}]:")
         return [f"{head} {content}"]
     lines = [f"{role}: {content}"] if content or not message.get("tool_calls") else [f"{role}:"]
     for call in message.get("tool_calls") or []:
-        lines.append(f"  -> {tool_call_text(call['name'], call['arguments'])}  [{call['id']}]")
+        lines.append(f"  -> {tool_call_text(call['name'], call['arguments'])}  [{shown(call['id'])}]")
     return lines

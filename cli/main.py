@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
 import sys
 from typing import TYPE_CHECKING
 
-from cli.errors import EXIT_USAGE, CliError
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError
 from cli.parser import build_parser
 from cli.temporal import Session
 
@@ -52,6 +53,17 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
         return err.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader stopped early (`show X | head -1`): what it read is what it wanted.
+        _discard_stdout()
+        return EXIT_OK
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so what is still buffered for the closed pipe goes nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def run() -> None:
@@ -61,6 +73,10 @@ def run() -> None:
         code = main()
     except SystemExit as exit_:  # --help
         code = exit_.code if isinstance(exit_.code, int) else 0
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+    with contextlib.suppress(BrokenPipeError):
+        sys.stderr.flush()
     os._exit(code)

@@ -1,7 +1,9 @@
 """What the CLI prints: tables for people, one JSON document for scripts, escaped model text.
 
-Text a model wrote (tool arguments, messages) is untrusted: it is shown with every control
-character escaped, so it can never move the cursor, recolour the terminal or hide a line.
+Text a model wrote (tool arguments, messages) is untrusted: it is shown through visible.reveal,
+with every control or invisible character escaped (so it can never move the cursor, recolour the
+terminal, reorder a line or hide a word) and flagged when it held any. --json prints the bytes as
+they are, JSON-encoded.
 """
 
 from __future__ import annotations
@@ -11,23 +13,27 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from visible import reveal
+
+HIDDEN_FLAG = "[contains hidden characters, shown escaped]"
+
 
 def safe(text: object, keep_newlines: bool = False) -> str:
-    """Escape every non-printable character (ANSI escapes, C1 controls, line separators)."""
-    out = []
-    for char in str(text):
-        if char.isprintable() or (keep_newlines and char == "\n"):
-            out.append(char)
-        else:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
+    """Escape every hidden character (ANSI escapes, bidi overrides, zero-width characters)."""
+    return reveal(str(text), multiline=keep_newlines).text
+
+
+def shown(text: object, keep_newlines: bool = False) -> str:
+    """safe(), led by HIDDEN_FLAG when the text held a hidden character, so no one misses it."""
+    revealed = reveal(str(text), multiline=keep_newlines)
+    return f"{HIDDEN_FLAG} {revealed.text}" if revealed.hidden else revealed.text
 
 
 def tool_call_text(tool_name: str, arguments: Any) -> str:
     """The tool and its arguments exactly as they will run: the name, then the arguments as JSON."""
     if isinstance(arguments, str):
-        return safe(f"{tool_name} {arguments}")
-    return safe(f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}")
+        return shown(f"{tool_name} {arguments}")
+    return shown(f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}")
 
 
 def short_time(iso: str | None) -> str:

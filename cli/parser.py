@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import NoReturn
 
 from cli.errors import EXIT_USAGE, CliError
@@ -15,41 +16,64 @@ class OneLineParser(argparse.ArgumentParser):
         raise CliError(f"{self.prog}: {message} (see --help)", EXIT_USAGE)
 
 
+MAX_TIMEOUT_SECONDS = 24 * 3600.0
+
+
+def text(value: str) -> str:
+    """An id, name or message: anything but empty or only spaces."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def seconds(value: str) -> float:
+    """A timeout: a finite number of seconds above zero, at most a day."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(number) or not 0 < number <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(f"{value} must be above 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds")
+    return number
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="starter.py", description="Durable tool approvals for AI agents, on Temporal.")
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     start = verbs.add_parser("start", help="start a conversation with its first message; prints its id")
-    start.add_argument("--id", help="the conversation id (default: a new one)")
-    start.add_argument("message")
+    start.add_argument("--id", type=text, help="the conversation id (default: a new one)")
+    start.add_argument("message", type=text)
 
     send = verbs.add_parser("send", help="send a message to a conversation")
-    send.add_argument("conversation")
-    send.add_argument("message")
+    send.add_argument("conversation", type=text)
+    send.add_argument("message", type=text)
 
     show = verbs.add_parser("show", help="a conversation's transcript and status")
-    show.add_argument("conversation")
-    show.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for a worker to answer")
+    show.add_argument("conversation", type=text)
+    show.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for a worker to answer")
     show.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     listing = verbs.add_parser("conversations", help="every conversation with its status")
     listing.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     pending = verbs.add_parser("pending", help="approvals that wait for a decision (works with no worker)")
-    pending.add_argument("--conversation", help="only this conversation's")
+    pending.add_argument("--conversation", type=text, help="only this conversation's")
     pending.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     for verb, help_text in (("approve", "allow a pending tool call"), ("deny", "deny a pending tool call")):
         decide = verbs.add_parser(verb, help=help_text)
-        decide.add_argument("request_id", metavar="REQUEST_ID")
+        decide.add_argument("request_id", metavar="REQUEST_ID", type=text)
         if verb == "approve":
             decide.add_argument("--always", action="store_true", help="also allow this tool for the conversation")
         decide.add_argument("--reason", help="why; a denial's reason reaches the model")
-        decide.add_argument("--as", dest="decided_by", metavar="NAME", help="who decides (default: your login)")
-        decide.add_argument("--conversation", help="refuse unless the request belongs to this conversation")
+        decide.add_argument(
+            "--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)"
+        )
+        decide.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
 
     watch = verbs.add_parser("watch", help="follow a conversation until it idles or waits")
-    watch.add_argument("conversation")
+    watch.add_argument("conversation", type=text)
     watch.add_argument("--follow", action="store_true", help="keep following until Ctrl-C")
 
     verbs.add_parser("ui", help="serve the approvals UI")

@@ -25,23 +25,18 @@ SEARCH_ATTRIBUTES = ("TurnStatus=Keyword", "PendingApprovals=Int")
 SYSTEM_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "LC_")
 PYTHON_ENV = ("PYTHONUNBUFFERED", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
-STORE_ENV = ("TEMPORAL_", "TASK_QUEUE", "APPROVALS_DB", "LEDGER_DB", "APPROVAL_TIMEOUT", "POLICY_FILE", "PAYLOAD_STORE")
-WORKER_ENV = (
-    "WORKSPACE_DIR",
-    "OPENAI_",
-    "LLM_",
-    "TOOL_SANDBOX",
-    "WORKFLOW_CACHE_SIZE",
-    "CONTEXT_BUDGET_TOKENS",
-    "AWS_",
-)
+# What starting a conversation reads (the worker's and the UI's): Temporal, the projection, the
+# policy, and the model's name and address, which set its context budget (never the model's key).
+START_ENV = ("TEMPORAL_", "TASK_QUEUE", "APPROVALS_DB", "LEDGER_DB", "APPROVAL_TIMEOUT", "POLICY_FILE")
+STORE_AND_MODEL_ENV = ("PAYLOAD_STORE", "AWS_", "CONTEXT_BUDGET_TOKENS", "OPENAI_BASE_URL", "LLM_")
+WORKER_ENV = ("WORKSPACE_DIR", "OPENAI_", "TOOL_SANDBOX", "WORKFLOW_CACHE_SIZE")
 CHILD_ENV: dict[str, tuple[str, ...]] = {
     "temporal": SYSTEM_ENV,
     "model": (*SYSTEM_ENV, *PYTHON_ENV),
     # The worker: the model's key, the tools' workspace and sandbox; never the UI's token.
-    "worker": (*SYSTEM_ENV, *PYTHON_ENV, *PROXY_ENV, *STORE_ENV, *WORKER_ENV),
+    "worker": (*SYSTEM_ENV, *PYTHON_ENV, *PROXY_ENV, *START_ENV, *STORE_AND_MODEL_ENV, *WORKER_ENV),
     # The UI: its token and address; never the model's key.
-    "ui": (*SYSTEM_ENV, *PYTHON_ENV, *PROXY_ENV, *STORE_ENV, "UI_", "AWS_"),
+    "ui": (*SYSTEM_ENV, *PYTHON_ENV, *PROXY_ENV, *START_ENV, *STORE_AND_MODEL_ENV, "UI_"),
 }
 
 

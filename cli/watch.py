@@ -13,7 +13,7 @@ from typing import Any
 
 from cli.conversations import query_state, transcript_lines
 from cli.errors import EXIT_OK, CliError, refused
-from cli.output import note, safe, short_time
+from cli.output import note, short_time, shown
 from cli.temporal import Session
 
 SETTLED = {"idle", "awaiting_approval", "failed", "closed"}
@@ -23,7 +23,7 @@ QUERY_SECONDS = 2.0
 
 def event_line(event: dict[str, Any]) -> str:
     payload = json.dumps(event["payload"], ensure_ascii=False) if event["payload"] else ""
-    return safe(f"[{short_time(event['created_at'])}] {event['event_type']} {payload}".rstrip())
+    return shown(f"[{short_time(event['created_at'])}] {event['event_type']} {payload}".rstrip())
 
 
 def _read(session: Session, conversation_id: str, after: int) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -55,12 +55,17 @@ class _Follower:
         return state
 
     def print_messages(self, state: dict[str, Any] | None) -> None:
+        """New messages by their position in the whole transcript, so a compaction (which moves
+        older messages to the archive) neither repeats nor skips any."""
         if state is None:
             return
-        for message in state["messages"][self.seen_messages :]:
-            for line in transcript_lines(message):
-                print(line, flush=True)
-        self.seen_messages = len(state["messages"])
+        body = [m for m in state["messages"] if m["role"] != "system"]
+        first = state.get("archived_messages", 0)
+        for position, message in enumerate(body, start=first):
+            if position >= self.seen_messages:
+                for line in transcript_lines(message):
+                    print(line, flush=True)
+        self.seen_messages = max(self.seen_messages, first + len(body))
 
     def print_events(self, events: list[dict[str, Any]]) -> None:
         for event in events:
@@ -73,6 +78,8 @@ async def watch(args: argparse.Namespace, session: Session) -> int:
     state = await follower.state()
     events, row = _read(session, args.conversation, 0)
     if state is not None:
+        if state.get("archived_messages"):
+            note(f"{state['archived_messages']} earlier message(s) were compacted; `show` prints them.")
         follower.print_messages(state)  # the transcript so far stands for the past events
         follower.last_event = events[-1]["event_id"] if events else 0
     elif row is None:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from demo_model.server import text_reply, tool_reply
+from workflows.compaction import is_summary_request
 
 LABEL = "(scripted demo model)"
 HELP = (
@@ -88,9 +89,26 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+def scripted_summary(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer to a compaction's summarise request: the person's requests and a count of tool
+    results, quoted from the request (a real model would write prose)."""
+    text = str(messages[-1].get("content") or "") if messages else ""
+    previous = ""
+    if text.startswith("Summary so far:\n"):
+        previous = text[len("Summary so far:\n") :].split("\n\nMessages to fold", 1)[0]
+        previous = previous.removeprefix(f"{LABEL} ")[:300]
+    asked = [line[len("user: ") :][:80] for line in text.splitlines() if line.startswith("user: ")]
+    results = sum(1 for line in text.splitlines() if line.startswith("tool "))
+    parts = [LABEL, f"Earlier: {previous}" if previous else "", f"The person asked: {' | '.join(asked) or 'nothing'}."]
+    parts.append(f"{results} tool result(s) were folded.")
+    return text_reply(" ".join(part for part in parts if part))
+
+
 def respond(body: dict[str, Any]) -> dict[str, Any]:
     """The Responder for ScriptedModelServer: a function of the transcript only."""
     messages: list[dict[str, Any]] = body.get("messages") or []
+    if is_summary_request(messages):
+        return scripted_summary(messages)
     if messages and messages[-1].get("role") == "tool":
         quoted = "\n".join(f"- {name}: {content!r}" for name, content in _tool_results(messages))
         return text_reply(f"{LABEL} Here is what the tools returned:\n{quoted}")

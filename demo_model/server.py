@@ -28,9 +28,10 @@ class _HttpServer(ThreadingHTTPServer):
 class ScriptedHttpError(Exception):
     """Raised by a responder to answer with an OpenAI-style error status (401, 400, 429, 500...)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.code = code
 
 
 def text_reply(text: str) -> dict[str, Any]:
@@ -53,7 +54,13 @@ def tool_reply(*calls: tuple[str, str, dict[str, Any] | str], text: str | None =
     }
 
 
-def completion(message: dict[str, Any], model: str) -> dict[str, Any]:
+def approximate_tokens(value: object) -> int:
+    """The stand-in's token count: a quarter of the JSON's characters (real tokenizers are close)."""
+    return len(json.dumps(value)) // 4
+
+
+def completion(message: dict[str, Any], model: str, prompt_tokens: int = 0) -> dict[str, Any]:
+    completion_tokens = approximate_tokens(message)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
@@ -67,7 +74,11 @@ def completion(message: dict[str, Any], model: str) -> dict[str, Any]:
                 "logprobs": None,
             }
         ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -95,10 +106,12 @@ class ScriptedModelServer:
                 try:
                     message = server.responder(body)
                 except ScriptedHttpError as err:
-                    return self._send(err.status, {"error": {"message": str(err), "type": "scripted_error"}})
+                    error = {"message": str(err), "type": "scripted_error", "code": err.code}
+                    return self._send(err.status, {"error": error})
                 except Exception as err:  # a script bug must show as an HTTP error, not a hang
                     return self._send(500, {"error": {"message": str(err), "type": "script_error"}})
-                self._send(200, completion(message, str(body.get("model", "scripted"))))
+                prompt = approximate_tokens(body.get("messages")) + approximate_tokens(body.get("tools") or [])
+                self._send(200, completion(message, str(body.get("model", "scripted")), prompt))
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):

@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS ui_events (
     payload_json TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ui_transcript_archive (
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    message_json TEXT NOT NULL,
+    archived_at TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+);
 CREATE TABLE IF NOT EXISTS ui_decision_claims (
     request_id TEXT PRIMARY KEY,
     conversation_id TEXT NOT NULL,
@@ -54,6 +61,10 @@ CREATE TABLE IF NOT EXISTS ui_decision_claims (
     reason TEXT,
     decided_by TEXT,
     claimed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ui_sessions (
+    session_hash TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
 );
 """
 

@@ -110,3 +110,15 @@ def events_after(
         item["payload"] = json.loads(item.pop("payload_json"))
         events.append(item)
     return events
+
+
+def archived_messages(conn: sqlite3.Connection, conversation_id: str) -> list[dict[str, Any]]:
+    """The messages compactions took out of the model's transcript, oldest first: with the
+    workflow's current messages, the whole transcript as people read it."""
+    return [
+        json.loads(row[0])
+        for row in conn.execute(
+            "SELECT message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq",
+            (conversation_id,),
+        )
+    ]

@@ -10,6 +10,7 @@ from workflows.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
+    CompactionProjection,
     ConversationProjection,
 )
 
@@ -85,3 +86,18 @@ def write_approval_resolved(conn: sqlite3.Connection, payload: ApprovalResolvedP
            WHERE request_id = ? AND resolved_at IS NULL""",
         (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id),
     )
+
+
+def write_compaction(conn: sqlite3.Connection, payload: CompactionProjection) -> None:
+    """Archive messages a compaction takes out of the model's transcript; a row per position, so
+    a retried write adds nothing."""
+    archived_at = _iso(payload.conversation.updated_at)
+    conn.executemany(
+        """INSERT OR IGNORE INTO ui_transcript_archive (conversation_id, seq, message_json, archived_at)
+           VALUES (?, ?, ?, ?)""",
+        [
+            (payload.conversation.conversation_id, item.seq, item.message.model_dump_json(), archived_at)
+            for item in payload.messages
+        ],
+    )
+    write_conversation(conn, payload.conversation)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from temporalio.client import Client
 
 from control import get_state
-from workflows.models import ConversationState
+from workflows.models import ChatMessage, ConversationState
 
 T = TypeVar("T")
 
@@ -77,3 +77,16 @@ async def wait_status(client: Client, conversation_id: str, status: str, timeout
 
 def tool_messages(state: ConversationState) -> list[str]:
     return [m.content or "" for m in state.messages if m.role == "tool"]
+
+
+def archived(db: Path, conversation_id: str) -> list[dict[str, Any]]:
+    """The projection's transcript archive of one conversation: (seq, message_json) rows."""
+    sql = "SELECT seq, message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq"
+    return rows(db, sql, conversation_id)
+
+
+def full_transcript(db: Path, state: ConversationState) -> list[ChatMessage]:
+    """What people read: the archived messages, then the workflow's current ones after its head
+    (the system prompt and the summary of what was compacted)."""
+    old = [ChatMessage.model_validate_json(row["message_json"]) for row in archived(db, state.conversation_id)]
+    return old + [m for m in state.messages if m.role != "system"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from demo_model.script import scripted_summary
 from demo_model.server import ScriptedModelServer, text_reply, tool_reply
+from workflows.compaction import is_summary_request
 
 Behaviour = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
@@ -40,19 +42,32 @@ def calls_then_summary(*calls: tuple[str, str, dict[str, Any] | str]) -> Behavio
 
 
 class ScriptedModel:
-    """Holds the behaviour a test sets; counts requests through the HTTP server."""
+    """Holds the behaviour a test sets; counts requests through the HTTP server. A compaction's
+    summarise request goes to `summariser` (the demo model's scripted summary unless a test sets one)."""
 
     def __init__(self) -> None:
         self.behaviour: Behaviour = lambda messages: text_reply("hello from the scripted test model")
+        self.summariser: Behaviour = scripted_summary
         self.server: ScriptedModelServer | None = None
 
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
+        if is_summary_request(body["messages"]):
+            return self.summariser(body["messages"])
         return self.behaviour(body["messages"])
 
     @property
     def requests(self) -> list[dict[str, Any]]:
         assert self.server is not None
         return self.server.requests
+
+    @property
+    def reply_requests(self) -> list[dict[str, Any]]:
+        """Requests for an assistant message (every request but the summarise ones)."""
+        return [body for body in self.requests if not is_summary_request(body["messages"])]
+
+    @property
+    def summary_requests(self) -> list[dict[str, Any]]:
+        return [body for body in self.requests if is_summary_request(body["messages"])]
 
     def assistant_messages_requested_for(self, conversation_marker: str) -> int:
         return sum(1 for body in self.requests if first_user_text(body["messages"]) == conversation_marker)

@@ -82,6 +82,9 @@ def test_each_child_gets_only_the_variables_it_needs() -> None:
     assert set(env) == {"temporal", "worker", "ui"}  # a real model is configured: no demo model
     assert "OPENAI_API_KEY" in env["worker"] and "UI_TOKEN" not in env["worker"]
     assert "UI_TOKEN" in env["ui"] and "OPENAI_API_KEY" not in env["ui"]
+    # Starting a conversation from the inbox sets its context budget from the model's name.
+    assert env["ui"]["OPENAI_BASE_URL"] == env["worker"]["OPENAI_BASE_URL"] == "https://api.openai.com/v1"
+    assert env["ui"]["LLM_MODEL"] == env["worker"]["LLM_MODEL"] == "gpt-4o-mini"
     for name, values in env.items():
         assert "UNRELATED_TOKEN" not in values, name
         assert values["PATH"] == environ["PATH"] and values["LC_ALL"] == "C.UTF-8"

@@ -14,13 +14,16 @@ import control
 from projection.claims import DecisionRefused
 from settings import Settings
 from ui import queries
-from ui.bodies import DecisionBody, MessageBody, StartBody, read_json_body
-from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.bodies import DecisionBody, MessageBody, StartBody, json_body, read_json_body
+from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
+from workflows.compaction import SUMMARY_NAME
 from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
+# Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes
+# them, and the :path converters take the rest of the path (the fixed suffix routes match first).
 
 
 def _settings(request: Request) -> Settings:
@@ -29,6 +32,11 @@ def _settings(request: Request) -> Settings:
 
 async def _client(request: Request) -> Client:
     return await request.app.state.client_provider()  # type: ignore[no-any-return]
+
+
+def _require_id(value: str, what: str) -> None:
+    if not value:
+        raise NotFound(f"no {what} with an empty id")
 
 
 @router.get("/session")
@@ -42,7 +50,7 @@ def list_conversations(request: Request) -> list[dict[str, Any]]:
     return queries.conversations(_settings(request))
 
 
-@router.post("/conversations", status_code=201)
+@router.post("/conversations", status_code=201, openapi_extra=json_body(StartBody))
 async def start_conversation(request: Request) -> dict[str, Any]:
     body = await read_json_body(request, StartBody)
     settings = _settings(request)
@@ -54,9 +62,10 @@ async def start_conversation(request: Request) -> dict[str, Any]:
     return {"conversation_id": conversation_id, "temporal_url": queries.temporal_url(settings, conversation_id)}
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get("/conversations/{conversation_id:path}")
 async def get_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     """The workflow's own state when a worker answers; otherwise what the projection knows, and why."""
+    _require_id(conversation_id, "conversation")
     settings = _settings(request)
     row, approvals = await asyncio.to_thread(queries.conversation_view, settings, conversation_id)
     view: dict[str, Any] = {
@@ -76,7 +85,11 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
             raise NotFound(f"no conversation {conversation_id}") from None
         return {**view, **_projection_only(err, status, approvals)}
     dumped = state.model_dump(mode="json")
-    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system"]
+    # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
+    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
+    archived = await asyncio.to_thread(queries.archived, settings, conversation_id)
+    # Written before messages leave the workflow, the archive may be ahead of the state just read.
+    dumped["archived"] = archived[: state.archived_messages]
     return {**view, **dumped, "worker_online": True, "notice": None}
 
 
@@ -93,6 +106,7 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
         "turn_status": status,
         "turn_id": None,
         "messages": [],
+        "archived": [],
         "pending_approvals": [a for a in approvals if a["status"] != "resolved"],
         "always_allow": [],
         "auto_approve": False,
@@ -100,8 +114,9 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
     }
 
 
-@router.post("/conversations/{conversation_id}/messages", status_code=202)
+@router.post("/conversations/{conversation_id:path}/messages", status_code=202, openapi_extra=json_body(MessageBody))
 async def send_message(request: Request, conversation_id: str) -> dict[str, Any]:
+    _require_id(conversation_id, "conversation")
     body = await read_json_body(request, MessageBody)
     try:
         await control.send_message(await _client(request), conversation_id, body.text)
@@ -111,23 +126,25 @@ async def send_message(request: Request, conversation_id: str) -> dict[str, Any]
 
 
 @router.get("/approvals")
-def list_approvals(request: Request, status: str = "pending", conversation_id: str | None = None) -> list[dict]:
-    if status not in queries.APPROVAL_STATUSES:
-        raise Unprocessable(f"status must be one of {', '.join(queries.APPROVAL_STATUSES)}")
+def list_approvals(
+    request: Request, status: queries.ApprovalStatus = "pending", conversation_id: str | None = None
+) -> list[dict]:
     return queries.approvals(_settings(request), status, conversation_id)
 
 
-@router.get("/approvals/{request_id}")
+@router.get("/approvals/{request_id:path}")
 def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+    _require_id(request_id, "approval request")
     found = queries.approval(_settings(request), request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     return found
 
 
-@router.post("/approvals/{request_id}/decision")
+@router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
 async def decide(request: Request, request_id: str) -> JSONResponse:
     """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
+    _require_id(request_id, "approval request")
     body = await read_json_body(request, DecisionBody)
     settings = _settings(request)
     if await asyncio.to_thread(queries.approval, settings, request_id) is None:

@@ -9,9 +9,9 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
+from ui.limits import MAX_BODY_BYTES, too_large
 from workflows.models import Decision
 
-MAX_BODY_BYTES = 256 * 1024
 Body = TypeVar("Body", bound=BaseModel)
 
 
@@ -33,13 +33,34 @@ class MessageBody(StrictBody):
     text: str = Field(min_length=1, max_length=100_000)
 
 
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that parses its body with read_json_body(model): the
+    schema shows the same model that validates, while parsing keeps its own 4xx answers."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (ui.limits.BodyLimit also guards
+    every route; this keeps a handler safe on its own)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def read_json_body(request: Request, model: type[Body]) -> Body:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise UnsupportedMediaType("send the body as application/json")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BadRequest(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    raw = await read_body(request)
     try:
         data: Any = json.loads(raw)
     except (ValueError, RecursionError) as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 
@@ -63,6 +64,13 @@ class Unprocessable(HttpError):
 class ServiceUnavailable(HttpError):
     status = 503
     error_type = "ServiceUnavailable"
+
+
+async def render_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's own checks (query and path parameters) answer in the same shape as every other error."""
+    assert isinstance(exc, RequestValidationError)
+    problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return await render_http_error(request, Unprocessable(problems))
 
 
 async def render_http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -29,12 +29,27 @@ BATCH = 200
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
 
 
+MAX_POSITION = 2**63 - 1  # SQLite's largest integer
+
+
+def parse_position(raw: str | None) -> int | None:
+    """A resume position: plain ASCII digits up to SQLite's largest integer. Anything else (garbage,
+    a sign, unicode digits, a number too large) is None, which the stream takes as "from now"."""
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if not (raw.isascii() and raw.isdigit()):
+        return None
+    digits = raw.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_POSITION)):  # int() of thousands of digits would raise
+        return None
+    position = int(digits)
+    return position if position <= MAX_POSITION else None
+
+
 def resume_position(request: Request) -> int | None:
     """Last-Event-ID (sent by the browser on reconnect) or ?last_event_id=, when it is a valid position."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
-    if raw is None or not raw.strip().isdigit():
-        return None
-    return int(raw.strip())
+    return parse_position(request.headers.get("last-event-id") or request.query_params.get("last_event_id"))
 
 
 def format_event(event: dict) -> str:

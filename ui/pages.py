@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
+from projection.sessions import close_session, open_session
+from ui.bodies import read_body
 from ui.errors import BadRequest
 from ui.security import (
     SESSION_COOKIE,
     SESSION_MAX_AGE,
     is_authenticated,
+    new_session_id,
     require_same_origin,
-    session_value,
+    session_record,
     token_matches,
 )
 
 STATIC_DIR = Path(__file__).parent / "static"
-router = APIRouter()
+LOGIN_BODY_BYTES = 4096  # a token in a form
+router = APIRouter(include_in_schema=False)  # pages, not API
 
 
 @router.get("/", response_model=None)
@@ -68,7 +74,7 @@ async def login(request: Request) -> Response:
     token: str | None = request.app.state.settings.ui_token
     if token is None:
         return RedirectResponse("/", status_code=303)
-    raw = await request.body()
+    raw = await read_body(request, LOGIN_BODY_BYTES)
     try:
         fields = parse_qs(raw.decode(), max_num_fields=5)
     except (UnicodeDecodeError, ValueError):
@@ -76,11 +82,18 @@ async def login(request: Request) -> Response:
     given = (fields.get("token") or [""])[0]
     if not token_matches(given, token):
         return login_page("That token is not right.", status_code=401)
+    # A new session id at every login (one fixed before login cannot be ridden); the one presented is dropped.
+    session_id, presented = new_session_id(), request.cookies.get(SESSION_COOKIE)
+    expires_at = datetime.now(UTC) + timedelta(seconds=SESSION_MAX_AGE)
+    replaced = session_record(token, presented) if presented else None
+    db = request.app.state.settings.approvals_db
+    await asyncio.to_thread(open_session, db, session_record(token, session_id), expires_at, replaced)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
-        session_value(token),
+        session_id,
         max_age=SESSION_MAX_AGE,
+        expires=expires_at,
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -90,7 +103,12 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout", dependencies=[Depends(require_same_origin)], response_model=None)
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    """Revokes the session in the projection, so a copy of the cookie opens nothing in any process."""
+    token: str | None = request.app.state.settings.ui_token
+    presented = request.cookies.get(SESSION_COOKIE)
+    if token is not None and presented:
+        close_session(request.app.state.settings.approvals_db, session_record(token, presented))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import quote
 
 from projection import reader
 from settings import Settings
 
-APPROVAL_STATUSES = ("pending", "sent", "resolved", "all")
+ApprovalStatus = Literal["pending", "sent", "resolved", "all"]
+APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 # "sent" rows are unresolved rows with a claimed decision: the reader's "pending" filter, narrowed here.
 READER_FILTERS: dict[str, reader.ApprovalFilter] = {
     "pending": "pending",
@@ -58,3 +59,9 @@ def events(db_path: Path, after_event_id: int, limit: int = 200) -> tuple[list[d
     """Events after a position, and the newest id (lower than the position after a projection rebuild)."""
     with reader.reading(db_path) as conn:
         return reader.events_after(conn, after_event_id, limit=limit), reader.latest_event_id(conn)
+
+
+def archived(settings: Settings, conversation_id: str) -> list[dict[str, Any]]:
+    """Messages compactions took out of the model's transcript, oldest first."""
+    with reader.reading(settings.approvals_db) as conn:
+        return reader.archived_messages(conn, conversation_id)

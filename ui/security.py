@@ -1,8 +1,11 @@
 """Who may use the UI and how the browser is told to treat it.
 
 - A token (UI_TOKEN), when set, guards every page and API call: `Authorization: Bearer` for
-  scripts, or an HttpOnly SameSite=Strict cookie set by the login form for browsers. The cookie
-  holds an HMAC of the token, never the token itself.
+  scripts, or an HttpOnly SameSite=Strict session cookie set by the login form for browsers. The
+  cookie holds a random session id, new at every login and valid for SESSION_MAX_AGE; the
+  projection file records a keyed hash of it (projection/sessions.py), so every UI process on that
+  file honours it and a logout revokes it everywhere. The hash is keyed by the token, so changing
+  UI_TOKEN ends every session.
 - Requests that change state must come from this origin (Origin and Sec-Fetch-Site), so another
   site cannot make a logged-in browser approve a tool.
 - Every response carries a Content-Security-Policy without inline script: text the model wrote
@@ -13,15 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from urllib.parse import urlsplit
 
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from projection.sessions import session_is_open
 from ui.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "approvals_ui_session"
-SESSION_MAX_AGE = 14 * 24 * 3600
+SESSION_MAX_AGE = 12 * 3600
+MAX_SESSION_ID = 128
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -76,8 +82,13 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def session_value(token: str) -> str:
-    return hmac.new(token.encode(), b"approvals-ui-session", hashlib.sha256).hexdigest()
+def new_session_id() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def session_record(token: str, session_id: str) -> str:
+    """What the projection stores for a session: useless as a cookie, and void once the token changes."""
+    return hmac.new(token.encode(), b"approvals-ui-session:" + session_id.encode(), hashlib.sha256).hexdigest()
 
 
 def token_matches(given: str, token: str) -> bool:
@@ -92,7 +103,9 @@ def is_authenticated(request: Request) -> bool:
     if scheme.lower() == "bearer" and token_matches(credentials.strip(), token):
         return True
     cookie = request.cookies.get(SESSION_COOKIE, "")
-    return hmac.compare_digest(cookie.encode(), session_value(token).encode())
+    if not cookie or len(cookie) > MAX_SESSION_ID:
+        return False
+    return session_is_open(request.app.state.settings.approvals_db, session_record(token, cookie))
 
 
 def require_token(request: Request) -> None:
@@ -109,5 +122,23 @@ def require_same_origin(request: Request) -> None:
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
         raise Forbidden(f"cross-site request refused (Sec-Fetch-Site: {fetch_site})", error_type="CrossSiteRequest")
     origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != request.headers.get("host", ""):
-        raise Forbidden("cross-origin request refused (Origin does not match Host)", error_type="CrossSiteRequest")
+    if origin is not None and origin_of(origin) != origin_of(
+        f"{request.url.scheme}://{request.headers.get('host', '')}"
+    ):
+        raise Forbidden("cross-origin request refused (Origin is not this UI's)", error_type="CrossSiteRequest")
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when it is not one."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port if port is not None else DEFAULT_PORTS[scheme]

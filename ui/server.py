@@ -7,11 +7,13 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from settings import Settings
 from ui import api, events, pages
-from ui.errors import HttpError, render_http_error
+from ui.errors import HttpError, render_http_error, render_validation_error
+from ui.limits import BodyLimit
 from ui.security import SecurityHeaders, allowed_hosts
 from ui.temporal import ClientProvider, LazyClient
 
@@ -20,16 +22,19 @@ log = logging.getLogger(__name__)
 
 def create_app(settings: Settings, client_provider: ClientProvider | None = None) -> FastAPI:
     """client_provider returns the Temporal client to use; tests pass their own, serve() connects lazily."""
-    app = FastAPI(title="Approvals inbox", docs_url=None, redoc_url=None, openapi_url=None)
+    # The OpenAPI schema (no docs pages: they would need inline script) describes the API for clients and fuzzers.
+    app = FastAPI(title="Approvals inbox", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.settings = settings
     app.state.client_provider = client_provider or LazyClient(settings)
     app.add_exception_handler(HttpError, render_http_error)
+    app.add_exception_handler(RequestValidationError, render_validation_error)
     app.include_router(api.router)
     app.include_router(events.router)
     app.include_router(pages.router)
     # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit)
     return app
 
 

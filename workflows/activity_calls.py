@@ -16,8 +16,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         ApprovalRequestedProjection,
         ApprovalResolvedProjection,
-        ChatMessage,
+        CompactionProjection,
         ConversationProjection,
+        LlmReply,
         LlmRequest,
         ToolRequest,
         ToolResult,
@@ -28,6 +29,9 @@ EXECUTE_TOOL = "execute_tool"
 PROJECT_CONVERSATION = "project_conversation"
 PROJECT_APPROVAL_REQUESTED = "project_approval_requested"
 PROJECT_APPROVAL_RESOLVED = "project_approval_resolved"
+PROJECT_COMPACTION = "project_compaction"
+# call_llm raises this (non-retryable) when the request does not fit the model's context window.
+ERROR_CONTEXT_WINDOW = "LlmContextWindowExceeded"
 
 LLM_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -39,16 +43,16 @@ TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts
 PROJECTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
 
 
-async def call_llm(request: LlmRequest) -> ChatMessage:
+async def call_llm(request: LlmRequest, summary: str | None = None) -> LlmReply:
     return await workflow.execute_activity(
         CALL_LLM,
         request,
-        result_type=ChatMessage,
+        result_type=LlmReply,
         start_to_close_timeout=timedelta(minutes=3),
         # The activity heartbeats while it waits for the model: a dead worker is noticed in seconds.
         heartbeat_timeout=timedelta(seconds=10),
         retry_policy=LLM_RETRY,
-        summary=f"{request.turn_id}: ask the model ({len(request.messages)} messages)",
+        summary=summary or f"{request.turn_id}: ask the model ({len(request.messages)} messages)",
     )
 
 
@@ -65,10 +69,13 @@ async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
 
 
 async def project(
-    payload: ConversationProjection | ApprovalRequestedProjection | ApprovalResolvedProjection,
+    payload: ConversationProjection | ApprovalRequestedProjection | ApprovalResolvedProjection | CompactionProjection,
 ) -> None:
     """Mirror state that history already holds into the SQLite read model."""
-    if isinstance(payload, ApprovalRequestedProjection):
+    if isinstance(payload, CompactionProjection):
+        name = PROJECT_COMPACTION
+        summary = f"projection: archive {len(payload.messages)} compacted message(s)"
+    elif isinstance(payload, ApprovalRequestedProjection):
         name, summary = PROJECT_APPROVAL_REQUESTED, f"projection: {payload.approval.request_id} pending"
     elif isinstance(payload, ApprovalResolvedProjection):
         name = PROJECT_APPROVAL_RESOLVED

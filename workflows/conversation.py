@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook
+    from workflows.context import ContextKeeper
     from workflows.models import (
         ERROR_INVALID_DECISION,
         QUERY_GET_STATE,
@@ -31,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
         ConversationState,
         DecisionInput,
         DecisionResult,
-        LlmRequest,
         MessageInput,
         ToolCall,
         TurnStatus,
@@ -40,6 +40,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tool_runner import ToolRunner
 
 MAX_MODEL_STEPS_PER_TURN = 25
+# Compaction and the retry after a context-window error add commands: histories written before
+# them replay down the old path.
+COMPACTION_PATCH = "context-compaction"
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -63,6 +66,7 @@ class ConversationWorkflow:
         self._auto_approve = start.auto_approve
         self._status = StatusKeeper(self._id)
         self._tools = ToolRunner(self)
+        self._context = ContextKeeper(self._id, start, self._status)
 
     # ---- run loop -------------------------------------------------------------------------
     @workflow.run
@@ -99,6 +103,9 @@ class ConversationWorkflow:
                 "turn_count": self._turn_count,
                 "used_tool_call_ids": sorted(self._tools.used_ids),
                 "resolved": self._book.resolutions(),
+                "context_budget_tokens": self._context.budget,
+                "context_anchor": self._context.anchor,
+                "archived_messages": self._context.archived,
             }
         )
 
@@ -109,15 +116,10 @@ class ConversationWorkflow:
         self._messages.append(ChatMessage(role="user", content=text))
         await self._status.set("running", [], event="turn.started", key=turn_id, payload={"text": text})
         for _ in range(MAX_MODEL_STEPS_PER_TURN):
-            request = LlmRequest(
-                conversation_id=self._id, turn_id=turn_id, messages=self._messages, tools=self._tools.schemas()
-            )
-            try:
-                reply = await calls.call_llm(request)
-            except ActivityError as err:
-                await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
+            answer = await self._ask_model(turn_id)
+            if answer is None:
                 return
-            reply = self._tools.normalise_ids(reply)
+            reply = self._tools.normalise_ids(answer)
             self._messages.append(reply)
             if not reply.tool_calls:
                 await self._status.set("idle", [], event="turn.completed", key=turn_id)
@@ -126,6 +128,36 @@ class ConversationWorkflow:
             if self._closed:
                 return
         await self._fail_turn(turn_id, f"the model asked for tools {MAX_MODEL_STEPS_PER_TURN} times without answering")
+
+    async def _ask_model(self, turn_id: str) -> ChatMessage | None:
+        """One assistant message, the context compacted first when it would pass the budget; a
+        context-window error compacts and retries once. None: the turn failed (and says why)."""
+        tools, context = self._tools.schemas(), self._context
+        if context.over_budget(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
+            await self._compact(turn_id, tools)
+        try:
+            reply = await calls.call_llm(context.request(turn_id, self._messages, tools))
+        except ActivityError as err:
+            if not (_error_type(err) == calls.ERROR_CONTEXT_WINDOW and workflow.patched(COMPACTION_PATCH)):
+                await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
+                return None
+            context.learn_refusal(context.tokens(self._messages, tools))
+            await self._compact(turn_id, tools)
+            try:
+                reply = await calls.call_llm(context.request(turn_id, self._messages, tools))
+            except ActivityError as again:
+                reason = f"model call failed: {_cause_message(again)}"
+                if _error_type(again) == calls.ERROR_CONTEXT_WINDOW:
+                    reason = f"the model's context window is too small even after compacting: {_cause_message(again)}"
+                await self._fail_turn(turn_id, reason)
+                return None
+        context.note_usage(len(self._messages) + 1, reply.usage)
+        return reply.message()
+
+    async def _compact(self, turn_id: str, tools: list[dict]) -> None:
+        compacted = await self._context.compact(turn_id, self._messages, tools)
+        if compacted is not None:
+            self._messages = compacted
 
     async def _fail_turn(self, turn_id: str, reason: str) -> None:
         self._last_error = reason
@@ -229,6 +261,7 @@ class ConversationWorkflow:
             kv=self._kv,
             last_error=self._last_error,
             resolutions=self._book.resolutions(),
+            archived_messages=self._context.archived,
         )
 
 
@@ -239,6 +272,11 @@ def _well_formed(payload: object, expected: type) -> bool:
         return True
     workflow.logger.warning("signal ignored: expected %s, got %r", expected.__name__, payload)
     return False
+
+
+def _error_type(err: ActivityError) -> str | None:
+    cause = err.__cause__
+    return cause.type if isinstance(cause, ApplicationError) else None
 
 
 def _cause_message(err: BaseException) -> str:

@@ -49,6 +49,30 @@ class ChatMessage(BaseModel):
     name: str | None = None
 
 
+class TokenUsage(BaseModel):
+    """What the API counted for one call; absent when the server does not say."""
+
+    prompt_tokens: int
+    completion_tokens: int = 0
+
+
+class LlmReply(ChatMessage):
+    """call_llm's result: the assistant message plus the API's usage. The workflow stores only the
+    ChatMessage part; a result recorded before usage existed decodes with usage None."""
+
+    usage: TokenUsage | None = None
+
+    def message(self) -> ChatMessage:
+        return ChatMessage.model_validate(self.model_dump(exclude={"usage"}))
+
+
+class ContextAnchor(BaseModel):
+    """The model's own count of the transcript's first `messages` messages, from the last usage."""
+
+    messages: int
+    tokens: int
+
+
 class PolicyRules(BaseModel):
     mode: Literal["default", "auto_approve"] = "default"
     allow: list[str] = Field(default_factory=list)
@@ -92,6 +116,11 @@ class ConversationInput(BaseModel):
     used_tool_call_ids: list[str] = Field(default_factory=list)
     resolved: dict[str, Resolution] = Field(default_factory=dict)
     continue_as_new_after_events: int | None = None
+    context_budget_tokens: int | None = Field(
+        default=None, description="past this the transcript is compacted; None: the built-in default"
+    )
+    context_anchor: ContextAnchor | None = None
+    archived_messages: int = Field(default=0, description="messages moved to the projection's archive so far")
 
 
 class _StrictInput(BaseModel):
@@ -137,6 +166,12 @@ class ConversationState(BaseModel):
     resolutions: dict[str, Resolution] = Field(
         default_factory=dict, description="how every decided request ended; lets the projection be rebuilt"
     )
+    archived_messages: int = Field(
+        default=0, description="earlier messages compacted away from `messages`, kept in the projection's archive"
+    )
+
+
+LlmPurpose = Literal["reply", "summarise"]
 
 
 class LlmRequest(BaseModel):
@@ -144,6 +179,7 @@ class LlmRequest(BaseModel):
     turn_id: str
     messages: list[ChatMessage]
     tools: list[dict[str, Any]]
+    purpose: LlmPurpose = Field(default="reply", description="summarise: a compaction's summary request")
 
 
 class ToolRequest(BaseModel):
@@ -180,6 +216,18 @@ class ConversationProjection(BaseModel):
     updated_at: datetime
     version: int = Field(description="increases with every write of one conversation; older writes lose")
     events: list[ProjectionEvent] = Field(default_factory=list)
+
+
+class ArchivedMessage(BaseModel):
+    seq: int = Field(description="position in the full transcript (1 is the first message after the system prompt)")
+    message: ChatMessage
+
+
+class CompactionProjection(BaseModel):
+    """Messages leaving the model's transcript, archived for people before the workflow drops them."""
+
+    messages: list[ArchivedMessage]
+    conversation: ConversationProjection
 
 
 class ApprovalRequestedProjection(BaseModel):

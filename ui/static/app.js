@@ -1,5 +1,6 @@
 // The inbox: loads state from the API, follows /api/events, and sends decisions and messages.
 import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
+import { reveal } from "./visible.js";
 
 const $ = (id) => document.getElementById(id);
 const view = {
@@ -34,7 +35,7 @@ function errorMessage(result) {
 let toastTimer = null;
 function toast(text, isError = false) {
   const node = $("toast");
-  node.textContent = text;
+  node.textContent = reveal(text).text;
   node.classList.toggle("toast-error", isError);
   node.hidden = false;
   clearTimeout(toastTimer);
@@ -86,7 +87,7 @@ function renderInbox(pending) {
 }
 
 function renderDetail(detail) {
-  $("conversation-title").textContent = detail.conversation_id;
+  $("conversation-title").textContent = reveal(detail.conversation_id).text;
   const pill = $("conversation-status");
   pill.textContent = STATUS_LABELS[detail.turn_status] || String(detail.turn_status);
   pill.className = "status-pill status-" + detail.turn_status;
@@ -96,16 +97,17 @@ function renderDetail(detail) {
   notice.textContent = detail.notice || "";
   const error = $("conversation-error");
   error.hidden = !detail.last_error;
-  error.textContent = detail.last_error ? `The last turn failed: ${detail.last_error}` : "";
+  error.textContent = detail.last_error ? reveal(`The last turn failed: ${detail.last_error}`, true).text : "";
   const open = detail.approvals.filter((a) => a.status !== "resolved");
   const decided = detail.approvals.filter((a) => a.status === "resolved");
   syncCards($("conversation-approvals"), open, { showConversation: false });
   syncCards($("decided-cards"), decided, { showConversation: false });
   $("decided-approvals").hidden = decided.length === 0;
-  const signature = JSON.stringify(detail.messages) + String(detail.worker_online);
+  const archived = detail.archived || [];
+  const signature = JSON.stringify(detail.messages) + String(archived.length) + String(detail.worker_online);
   if (signature !== view.detailSignature) {
     view.detailSignature = signature;
-    const items = transcriptItems(detail.messages);
+    const items = transcriptItems(detail.messages, archived);
     if (!detail.worker_online) items.push(el("li", "message message-offline", "The transcript needs a running worker."));
     $("transcript").replaceChildren(...items);
   }
@@ -151,9 +153,18 @@ function refreshSoon(conversationId) {
   }, 100);
 }
 
+// The id in the address, percent-decoded; a hand-typed address with a stray "%" is taken as written.
+function decodedId(encoded) {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
 function route() {
   const match = window.location.hash.match(/^#\/conversations\/(.+)$/);
-  view.selectedId = match ? decodeURIComponent(match[1]) : null;
+  view.selectedId = match ? decodedId(match[1]) : null;
   view.detailSignature = "";
   document.body.classList.toggle("has-selection", Boolean(view.selectedId));
   $("inbox-view").hidden = Boolean(view.selectedId);

@@ -1,4 +1,6 @@
-// DOM builders. Everything the model or a person wrote goes in through textContent, never as HTML.
+// DOM builders. Everything the model or a person wrote goes in through textContent, never as HTML,
+// and through reveal(), so characters that hide or reorder text are shown escaped and flagged.
+import { reveal } from "./visible.js";
 
 export const STATUS_LABELS = {
   awaiting_approval: "awaiting approval",
@@ -13,6 +15,52 @@ export function el(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined && text !== null) node.textContent = String(text);
   return node;
+}
+
+// An element showing untrusted text; flagged (data-hidden-characters) when it held hidden characters.
+export function shownEl(tag, className, value, multiline = false) {
+  const shown = reveal(value, multiline);
+  const node = el(tag, className, shown.text);
+  if (shown.hidden) node.dataset.hiddenCharacters = "true";
+  return node;
+}
+
+export const HIDDEN_FLAG_TEXT =
+  "Contains hidden characters: they are shown escaped (like \\u202e). What runs is exactly the text as written.";
+
+function hiddenFlag() {
+  const flag = el("p", "hidden-flag", HIDDEN_FLAG_TEXT);
+  flag.setAttribute("role", "alert");
+  return flag;
+}
+
+function flagIfHidden(container, before) {
+  if (!container.querySelector("[data-hidden-characters]")) return;
+  container.dataset.hiddenCharacters = "true";
+  container.insertBefore(hiddenFlag(), before);
+}
+
+const LONG_LINES = 40;
+const LONG_CHARS = 4000;
+
+// Arguments in full; long ones start folded, with a button that says how much is not in view.
+export function argumentsBlock(value) {
+  const block = el("div", "arguments-block");
+  const pre = shownEl("pre", "arguments", prettyArguments(value), true);
+  block.append(pre);
+  const text = pre.textContent;
+  const lines = text.split("\n").length;
+  if (lines > LONG_LINES || text.length > LONG_CHARS) {
+    pre.classList.add("collapsed");
+    const more = el("button", "show-more", `Partly shown: show all ${lines} lines (${text.length} characters)`);
+    more.type = "button";
+    more.addEventListener("click", () => {
+      pre.classList.remove("collapsed");
+      more.remove();
+    });
+    block.append(more);
+  }
+  return block;
 }
 
 export function conversationHref(id) {
@@ -57,7 +105,7 @@ export function conversationItem(conv, selectedId) {
   const link = el("a", "conversation-link");
   link.href = conversationHref(conv.conversation_id);
   link.append(dot(conv.turn_status, conv.pending_count));
-  link.append(el("span", "conversation-id", conv.conversation_id));
+  link.append(shownEl("span", "conversation-id", conv.conversation_id));
   if (conv.turn_status === "awaiting_approval") link.append(el("span", "count-badge", conv.pending_count));
   const meta = el("span", "conversation-meta", `${statusLabel(conv.turn_status)} · ${when(conv.updated_at)}`);
   link.append(meta);
@@ -91,7 +139,8 @@ function outcomeText(approval) {
     return `${word} by ${approval.decided_by || "unknown"}, ${when(approval.resolved_at)}.${reason}`;
   }
   const word = DECISION_WORDS[approval.claimed_decision] || String(approval.claimed_decision);
-  return `${word} by ${approval.claimed_by || "unknown"}, ${when(approval.claimed_at)}: sent, waiting for the workflow to record it.`;
+  const by = approval.claimed_by || "unknown";
+  return `${word} by ${by}, ${when(approval.claimed_at)}: sent, waiting for the workflow to record it.`;
 }
 
 // onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
@@ -100,30 +149,32 @@ export function approvalCard(approval, { showConversation, onDecide }) {
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
   const head = el("header", "card-head");
-  head.append(el("span", "tool-name", approval.tool_name));
+  head.append(shownEl("span", "tool-name", approval.tool_name));
   head.append(el("span", "permission permission-" + approval.permission_type, approval.permission_type));
   head.append(el("span", "card-status", approval.status === "pending" ? "waiting" : approval.status));
   card.append(head);
   if (showConversation) {
     const where = el("p", "card-conversation", "Conversation ");
-    const link = el("a", null, approval.conversation_id);
+    const link = shownEl("a", null, approval.conversation_id);
     link.href = conversationHref(approval.conversation_id);
     where.append(link);
     card.append(where);
   }
-  card.append(el("p", "card-label", "Will run with these arguments:"));
-  card.append(el("pre", "arguments", prettyArguments(approval.arguments)));
+  const label = el("p", "card-label", "Will run with these arguments:");
+  card.append(label, argumentsBlock(approval.arguments));
+  flagIfHidden(card, label);
   const times = el("p", "card-times");
   times.append("Asked ", timeNode(approval.created_at));
   if (approval.expires_at) times.append(el("br"), "Expires ", timeNode(approval.expires_at));
   card.append(times);
   if (approval.status !== "pending") {
-    card.append(el("p", "card-outcome outcome-" + (approval.decision || approval.claimed_decision), outcomeText(approval)));
+    const outcome = "card-outcome outcome-" + (approval.decision || approval.claimed_decision);
+    card.append(shownEl("p", outcome, outcomeText(approval), true));
     return card;
   }
   const reasonId = "reason-" + approval.request_id;
-  const label = el("label", "reason-label", "Reason (optional, the model reads it)");
-  label.htmlFor = reasonId;
+  const reasonLabel = el("label", "reason-label", "Reason (optional, the model reads it)");
+  reasonLabel.htmlFor = reasonId;
   const reason = el("input", "reason");
   reason.id = reasonId;
   reason.maxLength = 2000;
@@ -142,33 +193,47 @@ export function approvalCard(approval, { showConversation, onDecide }) {
     button.addEventListener("click", () => onDecide(approval, button.dataset.decision, reason.value, buttons));
     actions.append(button);
   }
-  card.append(label, reason, actions);
+  card.append(reasonLabel, reason, actions);
   return card;
 }
 
 function messageItem(role, title, extraClass) {
   const item = el("li", `message message-${role}${extraClass ? " " + extraClass : ""}`);
-  item.append(el("span", "message-role", title));
+  item.append(shownEl("span", "message-role", title));
   return item;
 }
 
-export function transcriptItems(messages) {
-  const items = [];
+// archived: messages a compaction took out of the model's transcript; they come first, then a
+// divider, then the summary the model works from and the current messages.
+export function transcriptItems(messages, archived = []) {
+  const items = archived.length ? transcriptItems(archived) : [];
+  if (archived.length) {
+    items.forEach((item) => item.classList.add("message-archived"));
+    const divider = el("li", "message compaction-divider",
+      `The ${archived.length} message(s) above were compacted: the model now works from the summary below.`);
+    items.push(divider);
+  }
   for (const message of messages) {
-    if (message.role === "user") {
-      const item = messageItem("user", "You");
+    if (message.role === "system" && message.name === "conversation_summary") {
+      const item = messageItem("summary", "Summary for the model");
       item.append(el("p", "message-text", message.content || ""));
+      items.push(item);
+    } else if (message.role === "user") {
+      const item = messageItem("user", "You");
+      item.append(shownEl("p", "message-text", message.content || "", true));
+      flagIfHidden(item, item.children[1]);
       items.push(item);
     } else if (message.role === "assistant") {
       const item = messageItem("assistant", "Assistant");
-      if (message.content) item.append(el("p", "message-text", message.content));
+      if (message.content) item.append(shownEl("p", "message-text", message.content, true));
       for (const call of message.tool_calls || []) {
         const block = el("div", "tool-call");
         block.dataset.toolCallId = call.id;
-        block.append(el("span", "tool-call-title", `Tool call: ${call.name}`));
-        block.append(el("pre", "arguments", prettyArguments(call.arguments)));
+        block.append(shownEl("span", "tool-call-title", `Tool call: ${call.name}`));
+        block.append(argumentsBlock(call.arguments));
         item.append(block);
       }
+      flagIfHidden(item, item.children[1]);
       items.push(item);
     } else if (message.role === "tool") {
       const content = message.content || "";
@@ -176,7 +241,8 @@ export function transcriptItems(messages) {
       const title = denied ? `Not run: ${message.name || "tool"}` : `Result of ${message.name || "tool"}`;
       const item = messageItem("tool", title, denied ? "message-denied" : "");
       item.dataset.toolCallId = message.tool_call_id || "";
-      item.append(el("pre", "tool-result", content));
+      item.append(shownEl("pre", "tool-result", content, true));
+      flagIfHidden(item, item.children[1]);
       items.push(item);
     }
   }
