@@ -10,13 +10,14 @@ RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && r
 
 WORKDIR /app
 COPY pyproject.toml ./
-COPY settings.py connection.py control.py worker.py starter.py ./
+COPY settings.py connection.py control.py worker.py starter.py visible.py approvals_tools.py ./
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY projection/ projection/
 COPY demo_model/ demo_model/
 COPY ui/ ui/
 COPY cli/ cli/
+COPY examples/ examples/
 RUN pip install .
 
 # The projection, the ledger and the tools' workspace live on a volume, owned by an unprivileged user.

@@ -12,6 +12,7 @@ from temporalio.service import RPCError
 
 from projection.claims import DecisionRefused, claim_decision, release_claim
 from settings import Settings
+from workflows.ids import check_conversation_id
 from workflows.models import (
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
@@ -34,7 +35,8 @@ def new_conversation_id() -> str:
 async def start_conversation(
     client: Client, settings: Settings, message: str, conversation_id: str | None = None
 ) -> str:
-    conversation_id = conversation_id or new_conversation_id()
+    """Start one; an id outside the alphabet of workflows/ids.py raises InvalidConversationId."""
+    conversation_id = check_conversation_id(conversation_id or new_conversation_id())
     start = ConversationInput(
         conversation_id=conversation_id,
         policy=settings.load_policy(),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from activities.sandbox import SandboxPolicy
+    from activities.tool_config import ToolsConfig
     from workflows.models import PolicyRules
 
 SANDBOX_CHOICES = ("auto", "bwrap", "unshare", "off")
@@ -111,6 +112,7 @@ class Settings:
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
     workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
     context_budget_tokens: int = field(default_factory=_context_budget)
+    failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
     tool_sandbox: str | None = field(default_factory=lambda: os.environ.get("TOOL_SANDBOX") or None)
 
@@ -173,6 +175,25 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {self.policy_file} does not exist") from None
         except tomllib.TOMLDecodeError as err:
             raise ConfigError(f"POLICY_FILE {self.policy_file} is not valid TOML: {err}") from None
+
+    def load_tools(self) -> ToolsConfig:
+        """The Python tool modules and MCP servers of the same file; none without one."""
+        from pydantic import ValidationError
+
+        from activities.tool_config import ToolsConfig
+
+        if self.policy_file is None:
+            return ToolsConfig()
+        path = Path(self.policy_file)
+        try:
+            data = tomllib.loads(path.read_text())
+            return ToolsConfig.model_validate(
+                {key: data[key] for key in ("python_tools", "mcp_servers") if key in data}
+            )
+        except FileNotFoundError:
+            raise ConfigError(f"POLICY_FILE {path} does not exist") from None
+        except (tomllib.TOMLDecodeError, ValidationError) as err:
+            raise ConfigError(f"POLICY_FILE {path} has invalid tool settings: {err}") from None
 
     @property
     def ledger_db(self) -> Path:

@@ -1,36 +1,73 @@
-"""execute_tool: runs one validated, decided tool call, at most once when it has side effects."""
+"""The tool activities: list a turn's tools, and run one validated, decided call of any source,
+at most once when it has side effects."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
+from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
+from activities.tool_config import ToolsConfig
+from activities.tool_sources import ToolSources
 from projection.db import Writer
-from workflows.activity_calls import EXECUTE_TOOL
-from workflows.models import ToolRequest, ToolResult
+from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
+from workflows.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
-
-SIDE_EFFECT_PERMISSIONS = frozenset({"write", "execute"})
 
 
 class ToolActivities:
     def __init__(
-        self, workspace_dir: Path, ledger: Ledger, projection: Writer, sandbox: SandboxPolicy | None = None
+        self,
+        workspace_dir: Path,
+        ledger: Ledger,
+        projection: Writer,
+        sources: ToolSources | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self._workspace_dir = workspace_dir
         self._sandbox = sandbox or SandboxPolicy()
         self._ledger = ledger
         self._projection = projection
+        self.sources = sources or ToolSources(ToolsConfig(), workspace_dir)
+
+    @activity.defn(name=LIST_TOOLS)
+    async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
+        activity.heartbeat()
+        return await self.sources.catalog()
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
-        spec = TOOL_SPECS[request.tool_name]
-        once = spec.permission_type in SIDE_EFFECT_PERMISSIONS
-        if once:
+        return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin)
+
+    @activity.defn(name=RUN_PYTHON_TOOL)
+    async def run_python_tool(self, request: ToolRequest) -> ToolResult:
+        tool = _definition(request)
+        found = self.sources.python.get(tool.name)
+        if found is None:
+            return ToolResult(content=f"Error: this worker has no Python tool {tool.name!r}", is_error=True)
+        entry = found[1]
+        return await self._once(request, tool, lambda r: run_python_tool(entry, r.arguments, activity.heartbeat))
+
+    @activity.defn(name=CALL_MCP_TOOL)
+    async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
+        tool = _definition(request)
+        connection = self.sources.mcp.connections.get(tool.origin)
+        if connection is None:
+            return ToolResult(content=f"Error: this worker has no MCP server {tool.origin!r}", is_error=True)
+        # Connect before the ledger claim: a server that cannot be reached never ran the call.
+        await connection.client()
+        return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
+
+    async def _once(
+        self, request: ToolRequest, tool: ToolDef, run: Callable[[ToolRequest], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        """Run through the execution ledger when the tool has side effects: never twice."""
+        if tool.at_most_once:
             claim = self._ledger.claim(request.request_id, request.tool_name, activity.info().attempt)
             if claim.verdict == "finished" and claim.result is not None:
                 return claim.result
@@ -39,17 +76,17 @@ class ToolActivities:
                 activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
                 return unknown_outcome_result(request.tool_name, request.arguments)
             self._mark(request.request_id, "running")
-        result = await self._run(request)
-        if once:
+        activity.heartbeat()
+        result = await run(request)
+        if tool.at_most_once:
             self._ledger.finish(request.request_id, result)
             self._mark(request.request_id, "done")
         return result
 
-    async def _run(self, request: ToolRequest) -> ToolResult:
+    async def _run_builtin(self, request: ToolRequest) -> ToolResult:
         kv = KvStore(request.kv)
         # Network is decided per call by the workflow from the policy's network rules.
         workspace = Workspace(self._workspace_dir, self._sandbox.with_network(request.network))
-        activity.heartbeat()
         try:
             content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
         except SandboxUnavailable as err:
@@ -64,3 +101,9 @@ class ToolActivities:
             conn.execute(
                 "UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id)
             )
+
+
+def _definition(request: ToolRequest) -> ToolDef:
+    if request.tool is None:
+        raise ValueError(f"request {request.request_id} carries no tool definition")
+    return request.tool

@@ -21,7 +21,7 @@ from activities.llm import _wire_message
 from bench import script
 from workflows.conversation import SYSTEM_PROMPT
 from workflows.models import ApprovalRecord, ChatMessage, ToolCall, request_id_for
-from workflows.tool_runner import ToolRunner
+from workflows.tool_specs import BUILTIN_CATALOG
 
 
 class PinnedAgent:
@@ -40,7 +40,7 @@ class PinnedAgent:
             completion = await self.client.chat.completions.create(
                 model="scripted-bench",
                 messages=[_wire_message(m) for m in self.messages],  # type: ignore[misc]
-                tools=ToolRunner.schemas(),  # type: ignore[arg-type]
+                tools=BUILTIN_CATALOG.schemas(),  # type: ignore[arg-type]
             )
         reply = completion.choices[0].message
         calls = [

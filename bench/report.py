@@ -137,6 +137,22 @@ def _peer(s: dict[str, Any], latency: dict[str, Any] | None, recovery: dict[str,
     return out + _table(["", "ours", "LangGraph"], rows)
 
 
+def _mcp(s: dict[str, Any]) -> list[str]:
+    out = ["## MCP tool call beside a built-in", "", "Approved one at a time, alternating, one worker, same run.", ""]
+    rows = [
+        [label, *(s[key][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))]
+        for label, key in (("built-in run_shell", "builtin"), ("mcp-server-git git_create_branch (stdio)", "mcp"))
+    ]
+    rows.append(
+        [
+            "**ratio MCP / built-in**",
+            *(f"**{s['ratio_mcp_to_builtin'][k]}x**" for k in ("p50_ms", "p90_ms", "p99_ms")),
+            "",
+        ]
+    )
+    return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
+
+
 def render(results: dict[str, Any]) -> str:
     sc = results["scenarios"]
     lines = [
@@ -156,6 +172,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _inbox(sc["inbox"])
     if "langgraph" in sc:
         lines += _peer(sc["langgraph"], sc.get("latency"), sc.get("recovery"))
+    if "mcp" in sc:
+        lines += _mcp(sc["mcp"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

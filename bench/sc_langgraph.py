@@ -32,7 +32,7 @@ from bench.drive import new_ids
 from bench.harness import Bench, ran_counts, say
 from bench.stats import summary_ms
 from workflows.conversation import SYSTEM_PROMPT
-from workflows.tool_runner import ToolRunner
+from workflows.tool_specs import BUILTIN_CATALOG
 
 
 class State(TypedDict):
@@ -57,7 +57,7 @@ def build_graph(saver: SqliteSaver, model: openai.OpenAI, workspace: Path, befor
             model.chat.completions.create(
                 model="scripted-bench",
                 messages=state["messages"],  # type: ignore[arg-type]
-                tools=ToolRunner.schemas(),  # type: ignore[arg-type]
+                tools=BUILTIN_CATALOG.schemas(),  # type: ignore[arg-type]
             )
             .choices[0]
             .message

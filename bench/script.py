@@ -27,9 +27,18 @@ def shell_command(tag: str) -> str:
     return f"echo {tag} >> {RAN_LOG}"
 
 
+def mcp_text(tag: str, repo: str) -> str:
+    """Asks for mcp-server-git's git_create_branch (not read-only: asked, and run at most once)."""
+    return f"bench mcp {tag} {repo}"
+
+
 def respond(body: dict[str, Any]) -> dict[str, Any]:
     messages = body["messages"]
     last = messages[-1]
+    if last["role"] == "user" and str(last["content"]).startswith("bench mcp "):
+        _, _, tag, repo = str(last["content"]).split(" ", 3)
+        arguments = {"repo_path": repo, "branch_name": tag}
+        return tool_reply(("call_1", "mcp__git__git_create_branch", arguments))
     if last["role"] == "user":
         return tool_reply(("call_1", "run_shell", {"command": shell_command(tag_of(str(last["content"])))}))
     return text_reply(f"done: {str(last.get('content', ''))[:40]}")

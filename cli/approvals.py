@@ -13,7 +13,7 @@ import getpass
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, refused
-from cli.output import note, print_json, short_time, shown, table, tool_call_text
+from cli.output import note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
@@ -28,10 +28,17 @@ def _read_approval(session: Session, request_id: str) -> dict[str, Any] | None:
 
 
 def pending(args: argparse.Namespace, session: Session) -> int:
-    from projection.reader import list_approvals, reading
+    from projection.reader import list_approvals, list_conversations, reading
 
     with reading(session.settings.approvals_db) as conn:
         rows = list_approvals(conn, "pending", args.conversation)
+        failed = {
+            c["conversation_id"]: c["last_error"] for c in list_conversations(conn) if c["turn_status"] == "failed"
+        }
+    for row in rows:
+        # A failed conversation cannot apply a decision until it recovers: say so beside its requests.
+        row["conversation_failed"] = row["conversation_id"] in failed
+        row["conversation_error"] = failed.get(row["conversation_id"])
     if args.json:
         print_json(rows)
         return EXIT_OK
@@ -40,11 +47,12 @@ def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(
         table(
-            ["REQUEST", "TOOL CALL (exactly as it will run)", "REQUESTED", "STATUS"],
+            ["REQUEST", "TOOL CALL (exactly as it will run)", "FROM", "REQUESTED", "STATUS"],
             [
                 [
                     shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
+                    tool_origin_text(row["tool"]),
                     short_time(row["created_at"]),
                     row["status"],
                 ]
@@ -52,6 +60,8 @@ def pending(args: argparse.Namespace, session: Session) -> int:
             ],
         )
     )
+    for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
+        print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
     note("Decide with: python starter.py approve REQUEST [--always] | deny REQUEST --reason TEXT")
     return EXIT_OK
 

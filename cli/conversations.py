@@ -109,8 +109,13 @@ def _projected_state(session: Session, conversation_id: str) -> dict[str, Any]:
 async def show(args: argparse.Namespace, session: Session) -> int:
     state = await query_state(session, args.conversation, args.timeout)
     if state is None:
-        note(f"No worker answered within {args.timeout:g}s (is `python worker.py` running?): showing the projection.")
         state = _projected_state(session, args.conversation)
+        if state["turn_status"] == "failed":
+            note("The conversation's workflow cannot answer: showing the projection.")
+        else:
+            note(
+                f"No worker answered within {args.timeout:g}s (is `python worker.py` running?): showing the projection."
+            )
     else:
         state["source"] = "worker"
     archived = _archived(session, args.conversation)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("cli.approvals", "decide"),
     "deny": ("cli.approvals", "decide"),
     "watch": ("cli.watch", "watch"),
+    "tools": ("cli.tools", "tools"),
     "ui": ("cli.admin", "ui"),
     "rebuild-projection": ("cli.admin", "rebuild_projection"),
 }

@@ -36,6 +36,13 @@ def tool_call_text(tool_name: str, arguments: Any) -> str:
     return shown(f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}")
 
 
+def tool_origin_text(tool: dict[str, Any]) -> str:
+    """Where a tool comes from: `builtin`, `python MODULE`, `mcp SERVER`; flagged when it changed."""
+    source = str(tool.get("source", "builtin"))
+    text = source if source == "builtin" else f"{source} {tool.get('origin', '?')}"
+    return text + (" (changed since always-allowed)" if tool.get("changed") else "")
+
+
 def short_time(iso: str | None) -> str:
     """2026-11-30T08:10:03.123+00:00 -> 2026-11-30 08:10:03 (UTC, as stored)."""
     if not iso:

@@ -7,6 +7,7 @@ import math
 from typing import NoReturn
 
 from cli.errors import EXIT_USAGE, CliError
+from workflows.ids import InvalidConversationId, check_conversation_id
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -42,7 +43,9 @@ def build_parser() -> OneLineParser:
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     start = verbs.add_parser("start", help="start a conversation with its first message; prints its id")
-    start.add_argument("--id", type=text, help="the conversation id (default: a new one)")
+    start.add_argument(
+        "--id", type=_conversation_id, help="the conversation id: letters, digits, '-', '.' (default: a new one)"
+    )
     start.add_argument("message", type=text)
 
     send = verbs.add_parser("send", help="send a message to a conversation")
@@ -76,7 +79,17 @@ def build_parser() -> OneLineParser:
     watch.add_argument("conversation", type=text)
     watch.add_argument("--follow", action="store_true", help="keep following until Ctrl-C")
 
+    tools = verbs.add_parser("tools", help="every tool: its source, permission type and the rule that applies")
+    tools.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     verbs.add_parser("ui", help="serve the approvals UI")
     rebuild = verbs.add_parser("rebuild-projection", help="rebuild the SQLite projection from Temporal's history")
     rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return parser
+
+
+def _conversation_id(value: str) -> str:
+    try:
+        return check_conversation_id(value)
+    except InvalidConversationId as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -132,6 +132,8 @@ def child_env(options: LocalOptions, environ: dict[str, str]) -> dict[str, str]:
     env["TEMPORAL_UI_URL"] = options.temporal_ui_url
     env.setdefault("APPROVALS_DB", str(data / "approvals.db"))
     env.setdefault("WORKSPACE_DIR", str(data / "workspace"))
+    # The example tools (Python and mcp-server-git) show with no key; POLICY_FILE replaces them.
+    env.setdefault("POLICY_FILE", str(REPO_ROOT / "examples" / "tools.toml"))
     env["UI_HOST"] = options.host
     env["UI_PORT"] = str(options.ui_port)
     env["PYTHONUNBUFFERED"] = "1"

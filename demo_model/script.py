@@ -7,6 +7,7 @@ comes from the scripted demo model, so nobody mistakes it for a real LLM.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -16,7 +17,8 @@ from workflows.compaction import is_summary_request
 LABEL = "(scripted demo model)"
 HELP = (
     f"{LABEL} I only understand a few plain requests: 'list the files', 'read notes.txt', "
-    "'write hello to notes.txt', 'run echo hi', or several joined by 'and' or 'then', "
+    "'write hello to notes.txt', 'run echo hi', 'use TOOL {json arguments}' for any offered tool, "
+    "or several joined by 'and' or 'then', "
     "e.g. 'write hi to a.txt and write bye to b.txt'."
 )
 
@@ -27,6 +29,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^(?:please\s+)?(?:read|cat|show)\s+(?:the\s+file\s+)?(?P<path>\S+)$", re.I), "read_file"),
     (re.compile(r"^(?:please\s+)?write\s+(?P<content>.+?)\s+(?:to|into)\s+(?P<path>\S+)$", re.I | re.S), "write_file"),
     (re.compile(r"^(?:please\s+)?(?:run|execute)\s+(?P<command>.+)$", re.I | re.S), "run_shell"),
+    # Any offered tool by name: `use mcp__git__git_status {"repo_path": "."}`.
+    (re.compile(r"^use\s+(?P<tool>[A-Za-z0-9_.-]+)(?:\s+(?P<arguments>\{.*\}))?$", re.I | re.S), "use"),
 ]
 _SEPARATORS = re.compile(r"\s*(?:;|,?\s+and\s+then\s+|,?\s+then\s+|,?\s+and\s+)\s*", re.I)
 
@@ -36,6 +40,16 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
         return text[1:-1]
     return text
+
+
+def _arguments(text: str | None) -> Any:
+    """The JSON object as given; text that is not JSON goes to the tool as is, to be refused there."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def parse_request(text: str) -> tuple[str, dict[str, Any]] | None:
@@ -49,6 +63,8 @@ def parse_request(text: str) -> tuple[str, dict[str, Any]] | None:
             return tool, {"path": match["path"] or "."}
         if tool == "read_file":
             return tool, {"path": _unquote(match["path"])}
+        if tool == "use":
+            return match["tool"], _arguments(match["arguments"])
         if tool == "write_file":
             return tool, {"path": _unquote(match["path"]), "content": _unquote(match["content"])}
         return tool, {"command": _unquote(match["command"])}

@@ -23,21 +23,26 @@ def reading(db_path: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+# Why a failed conversation failed: the reason of its newest turn.failed event.
+_CONVERSATION_COLUMNS = """conversation_id, turn_status, pending_count, updated_at,
+    CASE WHEN turn_status = 'failed' THEN (SELECT json_extract(e.payload_json, '$.reason') FROM ui_events e
+      WHERE e.conversation_id = ui_conversations.conversation_id AND e.event_type = 'turn.failed'
+      ORDER BY e.event_id DESC LIMIT 1) END AS last_error"""
+
+
 def list_conversations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Newest activity first: what the inbox lists, with the status behind each dot."""
     return [
         dict(row)
         for row in conn.execute(
-            "SELECT conversation_id, turn_status, pending_count, updated_at FROM ui_conversations"
-            " ORDER BY updated_at DESC, conversation_id"
+            f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations ORDER BY updated_at DESC, conversation_id"
         )
     ]
 
 
 def get_conversation(conn: sqlite3.Connection, conversation_id: str) -> dict[str, Any] | None:
     row = conn.execute(
-        "SELECT conversation_id, turn_status, pending_count, updated_at FROM ui_conversations"
-        " WHERE conversation_id = ?",
+        f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations WHERE conversation_id = ?",
         (conversation_id,),
     ).fetchone()
     return dict(row) if row is not None else None
@@ -53,6 +58,8 @@ def _approval(row: sqlite3.Row) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
     item["arguments"] = details.get("arguments", {})
+    # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
+    item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
     # "sent": a person decided and the decision is on its way, but the workflow has not recorded it.
     item["status"] = "resolved" if item["resolved_at"] else ("sent" if item["claimed_decision"] else "pending")

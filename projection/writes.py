@@ -49,7 +49,13 @@ def write_conversation(conn: sqlite3.Connection, conv: ConversationProjection) -
 
 
 def _details(record: ApprovalRecord) -> str:
-    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments}, sort_keys=True)
+    tool = {
+        "source": record.tool_source,
+        "origin": record.tool_origin,
+        "changed": record.tool_changed,
+        "annotations": record.annotations,
+    }
+    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}, sort_keys=True)
 
 
 def write_approval_requested(conn: sqlite3.Connection, payload: ApprovalRequestedProjection) -> None:
@@ -83,8 +89,8 @@ def write_approval_resolved(conn: sqlite3.Connection, payload: ApprovalResolvedP
     )
     conn.execute(
         """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
-           WHERE request_id = ? AND resolved_at IS NULL""",
-        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id),
+           WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
+        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
     )
 
 

@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from temporalio.client import Client
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
 
 from control import get_state
 from workflows.models import ChatMessage, ConversationState
@@ -77,6 +78,16 @@ async def wait_status(client: Client, conversation_id: str, status: str, timeout
 
 def tool_messages(state: ConversationState) -> list[str]:
     return [m.content or "" for m in state.messages if m.role == "tool"]
+
+
+async def workflow_task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """The failure message of every WorkflowTaskFailed event in the handle's history."""
+    history = await handle.fetch_history()
+    return [
+        e.workflow_task_failed_event_attributes.failure.message
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
 
 
 def archived(db: Path, conversation_id: str) -> list[dict[str, Any]]:

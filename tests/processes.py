@@ -55,6 +55,8 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
         APPROVAL_TIMEOUT=str(settings.approval_timeout),
         PYTHONUNBUFFERED="1",
     )
+    if settings.policy_file is not None:
+        env["POLICY_FILE"] = settings.policy_file
     env.update(extra)
     return env
 

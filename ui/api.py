@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
@@ -56,7 +57,9 @@ async def start_conversation(request: Request) -> dict[str, Any]:
     settings = _settings(request)
     client = await _client(request)
     try:
-        conversation_id = await control.start_conversation(client, settings, body.message)
+        conversation_id = await control.start_conversation(client, settings, body.message, body.conversation_id)
+    except WorkflowAlreadyStartedError:
+        raise Conflict(f"conversation {body.conversation_id} already exists") from None
     except RPCError as err:
         raise ServiceUnavailable(f"Temporal refused to start the conversation: {err.message}") from None
     return {"conversation_id": conversation_id, "temporal_url": queries.temporal_url(settings, conversation_id)}
@@ -83,7 +86,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
             status = await status_from_search_attributes(client, conversation_id)
         if status is None:
             raise NotFound(f"no conversation {conversation_id}") from None
-        return {**view, **_projection_only(err, status, approvals)}
+        return {**view, **_projection_only(err, status, approvals, row.get("last_error") if row else None)}
     dumped = state.model_dump(mode="json")
     # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
     dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
@@ -93,13 +96,17 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     return {**view, **dumped, "worker_online": True, "notice": None}
 
 
-def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]]) -> dict[str, Any]:
+def _projection_only(
+    err: Exception, status: str, approvals: list[dict[str, Any]], last_error: str | None
+) -> dict[str, Any]:
     """The conversation as far as it is known without a worker: status and approvals, no transcript."""
     notice = (
         "No worker answered, so the transcript is not available; this is what the approvals projection knows."
         if isinstance(err, WorkerUnavailable)
         else f"Temporal could not answer ({err}); this is what the approvals projection knows."
     )
+    if status == "failed" and last_error:
+        notice = f"The conversation failed, so the transcript is not available: {last_error}"
     return {
         "worker_online": False,
         "notice": notice,
@@ -110,7 +117,7 @@ def _projection_only(err: Exception, status: str, approvals: list[dict[str, Any]
         "pending_approvals": [a for a in approvals if a["status"] != "resolved"],
         "always_allow": [],
         "auto_approve": False,
-        "last_error": None,
+        "last_error": last_error,
     }
 
 

@@ -6,10 +6,11 @@ import json
 from typing import Any, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
 from ui.limits import MAX_BODY_BYTES, too_large
+from workflows.ids import CONVERSATION_ID_RULE, check_conversation_id
 from workflows.models import Decision
 
 Body = TypeVar("Body", bound=BaseModel)
@@ -27,6 +28,12 @@ class DecisionBody(StrictBody):
 
 class StartBody(StrictBody):
     message: str = Field(min_length=1, max_length=100_000)
+    conversation_id: str | None = Field(default=None, description=CONVERSATION_ID_RULE)
+
+    @field_validator("conversation_id")
+    @classmethod
+    def _in_alphabet(cls, value: str | None) -> str | None:
+        return value if value is None else check_conversation_id(value)
 
 
 class MessageBody(StrictBody):

@@ -18,14 +18,21 @@ with workflow.unsafe.imports_passed_through():
         ApprovalResolvedProjection,
         CompactionProjection,
         ConversationProjection,
+        ListToolsInput,
         LlmReply,
         LlmRequest,
+        ToolCatalog,
         ToolRequest,
         ToolResult,
     )
 
 CALL_LLM = "call_llm"
 EXECUTE_TOOL = "execute_tool"
+LIST_TOOLS = "list_tools"
+RUN_PYTHON_TOOL = "run_python_tool"
+CALL_MCP_TOOL = "call_mcp_tool"
+# Which activity runs a tool, by the tool's source.
+TOOL_ACTIVITIES = {"builtin": EXECUTE_TOOL, "python": RUN_PYTHON_TOOL, "mcp": CALL_MCP_TOOL}
 PROJECT_CONVERSATION = "project_conversation"
 PROJECT_APPROVAL_REQUESTED = "project_approval_requested"
 PROJECT_APPROVAL_RESOLVED = "project_approval_resolved"
@@ -56,9 +63,26 @@ async def call_llm(request: LlmRequest, summary: str | None = None) -> LlmReply:
     )
 
 
-async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
+async def list_tools(request: ListToolsInput) -> ToolCatalog:
+    # A server that is down or slow is reported inside the result; the activity itself only fails
+    # when the worker does, so a short timeout and a few retries are enough.
     return await workflow.execute_activity(
-        EXECUTE_TOOL,
+        LIST_TOOLS,
+        request,
+        result_type=ToolCatalog,
+        start_to_close_timeout=timedelta(seconds=60),
+        retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5),
+        summary=f"{request.turn_id}: list the tools",
+    )
+
+
+async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
+    return await run_tool(request, "builtin", summary)
+
+
+async def run_tool(request: ToolRequest, source: str, summary: str) -> ToolResult:
+    return await workflow.execute_activity(
+        TOOL_ACTIVITIES[source],
         request,
         result_type=ToolResult,
         start_to_close_timeout=timedelta(minutes=10),

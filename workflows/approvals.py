@@ -20,11 +20,26 @@ from workflows.models import (
 
 
 class ApprovalBook:
-    def __init__(self, conversation_id: str, always_allow: list[str], resolved: dict[str, Resolution]) -> None:
+    def __init__(
+        self,
+        conversation_id: str,
+        always_allow: list[str],
+        resolved: dict[str, Resolution],
+        always_allow_hashes: dict[str, str] | None = None,
+    ) -> None:
         self._conversation_id = conversation_id
         self.always_allow: set[str] = set(always_allow)
+        # The definition each always-allow was given for; a tool whose definition changed is asked again.
+        self.always_allow_hashes: dict[str, str] = dict(always_allow_hashes or {})
         self._carried: dict[str, Resolution] = dict(resolved)
         self._records: dict[str, ApprovalRecord] = {}
+
+    def always_allows(self, tool_name: str, definition_hash: str) -> bool:
+        """Always-allowed, for this very definition (one remembered without a hash: any built-in's)."""
+        if tool_name not in self.always_allow:
+            return False
+        remembered = self.always_allow_hashes.get(tool_name)
+        return remembered is None or remembered == definition_hash
 
     def open(self, record: ApprovalRecord) -> None:
         self._records[record.request_id] = record
@@ -60,8 +75,10 @@ class ApprovalBook:
         self._resolve(record, decision.decision, decision.reason, decision.decided_by, now)
         if decision.decision == "always_allow":
             self.always_allow.add(record.tool_name)
+            if record.tool_hash is not None:
+                self.always_allow_hashes[record.tool_name] = record.tool_hash
             for sibling in self.pending():
-                if sibling.tool_name == record.tool_name:
+                if sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash:
                     reason = f"always allowed with {record.request_id}"
                     self._resolve(sibling, "allow", reason, decision.decided_by, now)
         return decision.decision

@@ -8,11 +8,15 @@ pending call without asking the model again.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
+    from pydantic import BaseModel, ValidationError
+
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook
     from workflows.context import ContextKeeper
@@ -33,11 +37,10 @@ with workflow.unsafe.imports_passed_through():
         DecisionInput,
         DecisionResult,
         MessageInput,
-        ToolCall,
         TurnStatus,
     )
     from workflows.status import StatusKeeper
-    from workflows.tool_runner import ToolRunner
+    from workflows.tool_runner import ToolContext, ToolRunner
 
 MAX_MODEL_STEPS_PER_TURN = 25
 # Compaction and the retry after a context-window error add commands: histories written before
@@ -62,10 +65,24 @@ class ConversationWorkflow:
         self._turn_id: str | None = f"turn_{start.turn_count}" if start.turn_count else None
         self._closed = False
         self._last_error: str | None = None
-        self._book = ApprovalBook(self._id, start.always_allow, start.resolved)
+        self._book = ApprovalBook(self._id, start.always_allow, start.resolved, start.always_allow_hashes)
         self._auto_approve = start.auto_approve
         self._status = StatusKeeper(self._id)
-        self._tools = ToolRunner(self)
+        self._tools = ToolRunner(
+            ToolContext(
+                conversation_id=self._id,
+                policy=start.policy,
+                approval_timeout_seconds=start.approval_timeout_seconds,
+                book=self._book,
+                status=self._status,
+                append_message=lambda message: self._messages.append(message),
+                is_closed=lambda: self._closed,
+                auto_approve=lambda: self.auto_approve,
+                get_kv=lambda: self._kv,
+                set_kv=self.replace_kv,
+            ),
+            start.used_tool_call_ids,
+        )
         self._context = ContextKeeper(self._id, start, self._status)
 
     # ---- run loop -------------------------------------------------------------------------
@@ -98,6 +115,7 @@ class ConversationWorkflow:
                 "inbox": list(self._inbox),
                 "messages": list(self._messages),
                 "always_allow": sorted(self._book.always_allow),
+                "always_allow_hashes": dict(self._book.always_allow_hashes),
                 "auto_approve": self._auto_approve,
                 "kv": dict(self._kv),
                 "turn_count": self._turn_count,
@@ -115,6 +133,7 @@ class ConversationWorkflow:
         self._last_error = None
         self._messages.append(ChatMessage(role="user", content=text))
         await self._status.set("running", [], event="turn.started", key=turn_id, payload={"text": text})
+        await self._tools.list_catalog(turn_id)
         for _ in range(MAX_MODEL_STEPS_PER_TURN):
             answer = await self._ask_model(turn_id)
             if answer is None:
@@ -163,45 +182,22 @@ class ConversationWorkflow:
         self._last_error = reason
         await self._status.set("failed", [], event="turn.failed", key=turn_id, payload={"reason": reason})
 
-    # ---- state used by the tool runner ----------------------------------------------------
-    @property
-    def conversation_id(self) -> str:
-        return self._id
-
-    @property
-    def book(self) -> ApprovalBook:
-        return self._book
-
-    @property
-    def status(self) -> StatusKeeper:
-        return self._status
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
+    # ---- state the tool runner reads through its context -----------------------------------
     @property
     def auto_approve(self) -> bool:
         return self._auto_approve or self._start.policy.mode == "auto_approve"
-
-    @property
-    def start_input(self) -> ConversationInput:
-        return self._start
-
-    @property
-    def kv(self) -> dict:
-        return self._kv
-
-    def record_tool_message(self, call: ToolCall, content: str) -> None:
-        self._messages.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
 
     def replace_kv(self, kv: dict) -> None:
         self._kv = dict(kv)
 
     # ---- handlers -------------------------------------------------------------------------
+    # Every handler takes *args: the SDK then decodes each payload without a type hint, so no
+    # number or shape of payloads can make it raise (a TypeError here would fail the workflow
+    # task on every retry and freeze the conversation). Each handler validates its own input.
     @workflow.signal(name=SIGNAL_SUBMIT_MESSAGE)
-    def submit_message(self, message: MessageInput) -> None:
-        if not _well_formed(message, MessageInput):
+    def submit_message(self, *args: Any) -> None:
+        message = _one_payload(SIGNAL_SUBMIT_MESSAGE, args, MessageInput)
+        if message is None:
             return
         if self._closed:
             workflow.logger.warning("message ignored: conversation %s is closed", self._id)
@@ -209,8 +205,9 @@ class ConversationWorkflow:
         self._inbox.append(message.text)
 
     @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
-    def approval_decision(self, decision: DecisionInput) -> None:
-        if not _well_formed(decision, DecisionInput):
+    def approval_decision(self, *args: Any) -> None:
+        decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
+        if decision is None:
             return
         refusal = self._book.refusal(decision.request_id)
         if refusal is not None:
@@ -220,35 +217,41 @@ class ConversationWorkflow:
         self._book.apply(decision, workflow.now())
 
     @workflow.update(name=UPDATE_DECIDE)
-    def decide(self, decision: DecisionInput) -> DecisionResult:
+    def decide(self, *args: Any) -> DecisionResult:
+        decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
+        if decision is None:  # the validator refused it already; replay skips validators
+            raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         resolution = self._book.apply(decision, workflow.now())
         return DecisionResult(request_id=decision.request_id, resolution=resolution)
 
     @decide.validator
-    def _validate_decide(self, decision: DecisionInput) -> None:
-        if not isinstance(decision, DecisionInput):
-            raise ApplicationError(
-                "decide takes {request_id, decision, reason?, decided_by?}", type=ERROR_INVALID_DECISION
-            )
+    def _validate_decide(self, *args: Any) -> None:
+        decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
+        if decision is None:
+            raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         refusal = self._book.refusal(decision.request_id)
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
-    def set_auto_approve(self, value: AutoApproveInput) -> None:
-        if not _well_formed(value, AutoApproveInput):
+    def set_auto_approve(self, *args: Any) -> None:
+        value = _one_payload(SIGNAL_SET_AUTO_APPROVE, args, AutoApproveInput)
+        if value is None:
             return
         self._auto_approve = value.enabled
 
     @workflow.signal(name=SIGNAL_CLOSE)
-    def close(self, _: CloseInput | None = None) -> None:
+    def close(self, *args: Any) -> None:
+        # `{}` is the contract's payload; no payload or a JSON null also close, as they always did.
+        if args != () and args != (None,) and _one_payload(SIGNAL_CLOSE, args, CloseInput) is None:
+            return
         self._closed = True
         self._inbox.clear()
         self._book.cancel_all(workflow.now())
 
     @workflow.query(name=QUERY_GET_STATE)
-    def get_state(self) -> ConversationState:
+    def get_state(self, *_: Any) -> ConversationState:
         status: TurnStatus = self._status.turn_status
         return ConversationState(
             conversation_id=self._id,
@@ -265,13 +268,30 @@ class ConversationWorkflow:
         )
 
 
-def _well_formed(payload: object, expected: type) -> bool:
-    """A JSON null reaches a signal handler as None (only other shapes fail to decode and are
-    dropped by the SDK); raising here would fail every workflow task from now on, so log and skip."""
-    if isinstance(payload, expected):
-        return True
-    workflow.logger.warning("signal ignored: expected %s, got %r", expected.__name__, payload)
-    return False
+_DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?}"
+_Input = TypeVar("_Input", bound=BaseModel)
+
+
+def _one_payload(handler: str, args: tuple[Any, ...], model: type[_Input]) -> _Input | None:
+    """The handler's one payload as `model`, or None (logged) for any other number or shape.
+
+    Handlers get plain JSON values (see the handler section); validating here, never raising,
+    keeps a malformed signal from failing the workflow task: it is dropped and changes nothing.
+    """
+    if len(args) == 1:
+        try:
+            return model.model_validate(args[0])
+        except ValidationError as err:
+            problem = f"{err.error_count()} invalid field(s): {_short(err.errors(include_input=False))}"
+    else:
+        problem = f"{len(args)} payloads instead of one"
+    workflow.logger.warning("%s ignored: %s; got %s", handler, problem, _short(args))
+    return None
+
+
+def _short(value: object, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
 def _error_type(err: ActivityError) -> str | None:

@@ -6,6 +6,8 @@ argument or result) is one of these pydantic models, so every side agrees on one
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -26,13 +28,54 @@ ERROR_INVALID_DECISION = "InvalidDecision"
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow"]
 Resolution = Literal["allow", "deny", "always_allow", "expired", "canceled"]
-PermissionType = Literal["read", "write", "execute", "state"]
+PermissionType = Literal["read", "write", "execute", "network", "state"]
+ToolSource = Literal["builtin", "python", "mcp"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 
 
 def request_id_for(conversation_id: str, tool_call_id: str) -> str:
-    """The approval key: one request of one conversation, never reused."""
+    """The approval key: one request of one conversation, never reused (unambiguous because a
+    conversation id holds no `_`, see workflows/ids.py)."""
     return f"perm_{conversation_id}_{tool_call_id}"
+
+
+class ToolDef(BaseModel):
+    """One tool, defined once: what the model sees, what the rules match, and who runs it."""
+
+    name: str = Field(description="the name the model and the rules use (mcp__SERVER__TOOL for MCP tools)")
+    description: str
+    parameters: dict[str, Any] = Field(description="JSON schema of the arguments (an object schema)")
+    permission_type: PermissionType
+    rule_argument: str | None = Field(
+        default=None, description="the argument rules glob over; None: the canonical JSON of all arguments"
+    )
+    splitter: Literal["none", "shell"] = Field(
+        default="none", description="how the rule argument splits into parts every allow must cover"
+    )
+    path_arguments: list[str] = Field(default_factory=list, description="arguments confined to the workspace")
+    source: ToolSource = "builtin"
+    origin: str = Field(default="builtin", description="the Python module or MCP server that provides it")
+    remote_name: str | None = Field(default=None, description="the name its module or server knows it by")
+    annotations: dict[str, Any] = Field(default_factory=dict, description="hints a server gave (readOnlyHint, ...)")
+    at_most_once: bool = Field(default=False, description="guarded by the execution ledger: never run twice")
+
+    def definition_hash(self) -> str:
+        """What a person's always-allow binds to: a changed description or schema is a new tool."""
+        canonical = json.dumps([self.name, self.description, self.parameters], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+class ToolCatalog(BaseModel):
+    """The tools one turn offers, as an activity listed them; recorded in history for replay."""
+
+    tools: list[ToolDef]
+    unavailable: dict[str, str] = Field(default_factory=dict, description="source that failed to list -> why")
 
 
 class ToolCall(BaseModel):
@@ -94,6 +137,11 @@ class ApprovalRecord(BaseModel):
     permission_type: PermissionType
     arguments: dict[str, Any]
     created_at: datetime
+    tool_source: ToolSource = "builtin"
+    tool_origin: str = "builtin"
+    tool_hash: str | None = Field(default=None, description="definition hash of the tool the person was shown")
+    tool_changed: bool = Field(default=False, description="always allowed before, but its definition changed")
+    annotations: dict[str, Any] = Field(default_factory=dict)
     expires_at: datetime
     resolution: Resolution | None = None
     reason: str | None = None
@@ -110,6 +158,9 @@ class ConversationInput(BaseModel):
     inbox: list[str] = Field(default_factory=list)
     messages: list[ChatMessage] = Field(default_factory=list)
     always_allow: list[str] = Field(default_factory=list)
+    always_allow_hashes: dict[str, str] = Field(
+        default_factory=dict, description="tool -> definition hash an always-allow was given for"
+    )
     auto_approve: bool = False
     kv: dict[str, Any] = Field(default_factory=dict)
     turn_count: int = 0
@@ -191,6 +242,12 @@ class ToolRequest(BaseModel):
     arguments: dict[str, Any]
     kv: dict[str, Any] = Field(default_factory=dict)
     network: bool = Field(default=False, description="the sandbox shares the host's network (a network rule matched)")
+    tool: ToolDef | None = Field(default=None, description="the definition offered this turn; None: a built-in")
+
+
+class ListToolsInput(BaseModel):
+    conversation_id: str
+    turn_id: str
 
 
 class ToolResult(BaseModel):

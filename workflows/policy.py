@@ -7,13 +7,16 @@ conversation starts), so a replay decides every call exactly as the first run di
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from workflows.models import PolicyRules, RuleVerdict
+from workflows.models import PolicyRules, RuleVerdict, ToolDef
 from workflows.shell_words import collapse_whitespace, simple_commands
+from workflows.tool_specs import TOOL_SPECS
 
-_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# A tool name or a glob over names (`mcp__git__*`), optionally with a glob over its rule argument.
+_RULE = re.compile(r"^\s*([A-Za-z_*?\[][A-Za-z0-9_.*?\[\]-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 # Shell matching before normalisation. A history recorded then replays with it (its verdicts are in
 # that history's commands); the workflow asks `workflow.patched(SHELL_NORMALISATION_PATCH)`.
 SHELL_NORMALISATION_PATCH = "shell-rule-normalisation"
@@ -47,7 +50,7 @@ class Rule:
         return cls(match.group(1), match.group(2))
 
     def matches(self, tool: str, main_argument: str) -> bool:
-        if tool != self.tool:
+        if not fnmatchcase(tool, self.tool):
             return False
         if self.pattern is None:
             return True
@@ -63,18 +66,6 @@ def shell_segments(command: str) -> list[str]:
 def _legacy_segments(command: str) -> list[str]:
     parts = [_LEGACY_LEADING.sub("", part.strip()).strip() for part in _LEGACY_SEPARATORS.split(command)]
     return [part for part in parts if part] or [command.strip()]
-
-
-def _candidates(tool: str, main_argument: str, normalise: bool = True) -> tuple[list[str], list[str]]:
-    """What deny rules are matched against (any may match), and what allow-like rules must cover
-    (all must match): for a shell command, every simple command of it."""
-    if tool != "run_shell":
-        return [main_argument], [main_argument]
-    if not normalise:
-        legacy = _legacy_segments(main_argument)
-        return [main_argument, *legacy], legacy
-    segments = shell_segments(main_argument)
-    return [main_argument, collapse_whitespace(main_argument), *segments], segments
 
 
 def validate_rules(rules: PolicyRules) -> PolicyRules:
@@ -93,9 +84,32 @@ def _all_match(rules: list[str], tool: str, candidates: list[str]) -> bool:
     return all(any(rule.matches(tool, value) for rule in parsed) for value in candidates)
 
 
+def _splitter(tool: str | ToolDef) -> Callable[[str], list[str]] | None:
+    """How the tool's rule argument splits into parts, as its definition says (a bare name is looked
+    up among the built-ins)."""
+    if isinstance(tool, str):
+        definition = TOOL_SPECS.get(tool)
+        mode = definition.splitter if definition is not None else "none"
+    else:
+        mode = tool.splitter
+    return shell_segments if mode == "shell" else None
+
+
+def _candidates(tool: str | ToolDef, main_argument: str, normalise: bool = True) -> tuple[list[str], list[str]]:
+    """What deny rules are matched against (any may match), and what allow-like rules must cover
+    (all must match): for a shell command, every simple command of it."""
+    if _splitter(tool) is None:
+        return [main_argument], [main_argument]
+    if not normalise:
+        legacy = _legacy_segments(main_argument)
+        return [main_argument, *legacy], legacy
+    segments = shell_segments(main_argument)
+    return [main_argument, collapse_whitespace(main_argument), *segments], segments
+
+
 def evaluate(
     rules: PolicyRules,
-    tool: str,
+    tool: str | ToolDef,
     main_argument: str,
     *,
     always_allow: frozenset[str] = frozenset(),
@@ -105,6 +119,8 @@ def evaluate(
     """Decide one validated call. Always-allow and auto-approve lift asks, never denies.
     normalise_shell=False matches shell commands as releases before normalisation did."""
     candidates, allow_candidates = _candidates(tool, main_argument, normalise_shell)
+    if not isinstance(tool, str):
+        tool = tool.name
     if _any_match(rules.deny, tool, candidates):
         return "deny"
     if tool in always_allow or auto_approve or rules.mode == "auto_approve":
@@ -117,8 +133,9 @@ def evaluate(
     return "ask"
 
 
-def network_allowed(rules: PolicyRules, tool: str, main_argument: str) -> bool:
+def network_allowed(rules: PolicyRules, tool: str | ToolDef, main_argument: str) -> bool:
     """Whether the call's sandbox shares the host's network: a network rule must cover every
     simple command of it (`curl x; sh y` gets no network from `run_shell(curl *)` alone)."""
     _, covered = _candidates(tool, main_argument)
-    return bool(rules.network) and _all_match(rules.network, tool, covered)
+    name = tool if isinstance(tool, str) else tool.name
+    return bool(rules.network) and _all_match(rules.network, name, covered)

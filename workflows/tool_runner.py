@@ -2,37 +2,62 @@
 
 Allowed calls run at once and their results are recorded at once; every asked call of the
 message gets its own approval request, all open together, each waiting on its own decision.
+The runner holds no reference to the workflow: what it needs arrives in a `ToolContext`, so
+any workflow that runs an agent loop can reuse it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
-    from workflows.approvals import outcome_message
+    from workflows.approvals import ApprovalBook, outcome_message
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
         ApprovalResolvedProjection,
         ChatMessage,
+        ListToolsInput,
+        PolicyRules,
         ToolCall,
+        ToolCatalog,
+        ToolDef,
         ToolRequest,
         ToolResult,
         TurnStatus,
         request_id_for,
     )
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
-    from workflows.tool_specs import TOOL_SPECS, InvalidToolCall, ToolSpec, main_argument_text, validate_call
+    from workflows.status import StatusKeeper
+    from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
+    from workflows.tool_specs import BUILTIN_CATALOG
 
-if TYPE_CHECKING:
-    from workflows.conversation import ConversationWorkflow
+# Turns list their tools with an activity; histories recorded before that offer the built-ins.
+PATCH_TOOL_CATALOG = "tool-catalog-activity"
+
+
+@dataclass
+class ToolContext:
+    """What the runner needs from the conversation that owns it, passed in explicitly."""
+
+    conversation_id: str
+    policy: PolicyRules
+    approval_timeout_seconds: float
+    book: ApprovalBook
+    status: StatusKeeper
+    append_message: Callable[[ChatMessage], None]
+    is_closed: Callable[[], bool]
+    auto_approve: Callable[[], bool]
+    get_kv: Callable[[], dict[str, Any]]
+    set_kv: Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -40,23 +65,41 @@ class _Plan:
     """One call of the message: what the checks and the policy made of it."""
 
     call: ToolCall
-    spec: ToolSpec | None
+    spec: ToolDef | None
     arguments: dict[str, Any]
     verdict: str
     error: str | None = None
     record: ApprovalRecord | None = None
+    changed: bool = False
 
 
 class ToolRunner:
-    def __init__(self, conversation: ConversationWorkflow) -> None:
-        self._conv = conversation
-        self.used_ids: set[str] = set(conversation.start_input.used_tool_call_ids)
+    def __init__(self, context: ToolContext, used_ids: list[str]) -> None:
+        self._ctx = context
+        self.used_ids: set[str] = set(used_ids)
+        self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
 
-    @staticmethod
-    def schemas() -> list[dict[str, Any]]:
-        return [spec.openai_schema() for spec in TOOL_SPECS.values()]
+    async def list_catalog(self, turn_id: str) -> Catalog:
+        """The tools this turn offers, listed by an activity so replay sees what the model saw."""
+        if not workflow.patched(PATCH_TOOL_CATALOG):
+            return self._catalog
+        try:
+            listed = await calls.list_tools(ListToolsInput(conversation_id=self._ctx.conversation_id, turn_id=turn_id))
+        except ActivityError as err:
+            why = f"the tools could not be listed: {err.__cause__ or err}"
+            listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
+        self._catalog = Catalog(listed.tools, listed.unavailable)
+        if listed.unavailable:
+            down = "; ".join(f"{source}: {why}" for source, why in sorted(listed.unavailable.items()))
+            self._ctx.append_message(
+                ChatMessage(role="system", content=f"Some tools are unavailable this turn ({down}).")
+            )
+        return self._catalog
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._catalog.schemas()
 
     def normalise_ids(self, reply: ChatMessage) -> ChatMessage:
         """Make every tool call id unique in the conversation, so request ids never collide."""
@@ -88,62 +131,67 @@ class ToolRunner:
 
     def _plan(self, call: ToolCall) -> _Plan:
         try:
-            spec, arguments = validate_call(call.name, call.arguments)
+            spec, arguments = self._catalog.validate_call(call.name, call.arguments)
         except InvalidToolCall as err:
             return _Plan(call, None, {}, "invalid", error=f"Error: {err}")
+        book = self._ctx.book
+        remembered = book.always_allows(spec.name, spec.definition_hash())
         verdict = evaluate(
-            self._conv.start_input.policy,
-            spec.name,
+            self._ctx.policy,
+            spec,
             main_argument_text(spec, arguments),
-            always_allow=frozenset(self._conv.book.always_allow),
-            auto_approve=self._conv.auto_approve,
+            always_allow=frozenset({spec.name}) if remembered else frozenset(),
+            auto_approve=self._ctx.auto_approve(),
             normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
-        return _Plan(call, spec, arguments, verdict)
+        changed = spec.name in book.always_allow and not remembered
+        return _Plan(call, spec, arguments, verdict, changed=changed)
 
     async def _settle(self, turn_id: str, plan: _Plan) -> None:
         """Give one call its one result: run it, or tell the model why it did not run."""
-        conv = self._conv
         if plan.spec is None:
-            conv.record_tool_message(plan.call, plan.error or "Error: invalid call")
+            self._record(plan.call, plan.error or "Error: invalid call")
             return
         if plan.verdict == "deny":
-            conv.record_tool_message(
-                plan.call, f"Not run: a deny rule of the policy forbids this {plan.spec.name} call."
-            )
+            self._record(plan.call, f"Not run: a deny rule of the policy forbids this {plan.spec.name} call.")
             return
         if plan.record is not None:
             record = plan.record
             await workflow.wait_condition(lambda: record.resolution is not None)
             if record.resolution not in ("allow", "always_allow"):
-                conv.record_tool_message(plan.call, outcome_message(record))
+                self._record(plan.call, outcome_message(record))
                 return
-        if conv.closed:
-            conv.record_tool_message(plan.call, "Not run: the conversation was closed first.")
+        if self._ctx.is_closed():
+            self._record(plan.call, "Not run: the conversation was closed first.")
             return
         await self._execute(turn_id, plan.call, plan.spec, plan.arguments)
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
-        conv = self._conv
+        ctx, tool = self._ctx, plan.spec
         now = workflow.now()
         record = ApprovalRecord(
-            request_id=request_id_for(conv.conversation_id, plan.call.id),
-            conversation_id=conv.conversation_id,
+            request_id=request_id_for(ctx.conversation_id, plan.call.id),
+            conversation_id=ctx.conversation_id,
             turn_id=turn_id,
             tool_call_id=plan.call.id,
             tool_name=plan.spec.name,
             permission_type=plan.spec.permission_type,
             arguments=plan.arguments,
             created_at=now,
-            expires_at=now + timedelta(seconds=conv.start_input.approval_timeout_seconds),
+            expires_at=now + timedelta(seconds=ctx.approval_timeout_seconds),
+            tool_source=tool.source,
+            tool_origin=tool.origin,
+            tool_hash=tool.definition_hash(),
+            tool_changed=plan.changed,
+            annotations=tool.annotations,
         )
-        conv.book.open(record)
+        ctx.book.open(record)
         return record
 
     async def _watch(self, record: ApprovalRecord) -> None:
         """Mirror one request into the projection, expire it on time, mirror its resolution."""
-        conv, book, status = self._conv, self._conv.book, self._conv.status
+        ctx, book, status = self._ctx, self._ctx.book, self._ctx.status
         events = [
             status.event("permission.request", record.request_id, {"request_id": record.request_id}),
             status.event("turn.awaiting_approval", record.request_id, {"pending": book.pending_count()}),
@@ -151,7 +199,7 @@ class ToolRunner:
         await calls.project(
             ApprovalRequestedProjection(
                 approval=record,
-                kv_snapshot=conv.kv,
+                kv_snapshot=ctx.get_kv(),
                 conversation=status.snapshot("awaiting_approval", book.pending(), events),
             )
         )
@@ -162,9 +210,9 @@ class ToolRunner:
                 timeout_summary=f"approval {record.request_id} expires",
             )
         except TimeoutError:
-            book.expire(record.request_id, workflow.now(), conv.start_input.approval_timeout_seconds)
+            book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds)
         pending = book.pending()
-        after: TurnStatus = "awaiting_approval" if pending else ("closed" if conv.closed else "running")
+        after: TurnStatus = "awaiting_approval" if pending else ("closed" if ctx.is_closed() else "running")
         resolved_event = status.event(
             "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
         )
@@ -172,25 +220,29 @@ class ToolRunner:
             ApprovalResolvedProjection(approval=record, conversation=status.snapshot(after, pending, [resolved_event]))
         )
 
-    async def _execute(self, turn_id: str, call: ToolCall, spec: ToolSpec, arguments: dict[str, Any]) -> None:
-        conv = self._conv
+    async def _execute(self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any]) -> None:
+        ctx = self._ctx
         request = ToolRequest(
-            conversation_id=conv.conversation_id,
+            conversation_id=ctx.conversation_id,
             turn_id=turn_id,
             tool_call_id=call.id,
-            request_id=request_id_for(conv.conversation_id, call.id),
+            request_id=request_id_for(ctx.conversation_id, call.id),
             tool_name=spec.name,
             arguments=arguments,
-            kv=conv.kv,
-            network=network_allowed(conv.start_input.policy, spec.name, main_argument_text(spec, arguments)),
+            kv=ctx.get_kv(),
+            tool=None if spec.source == "builtin" else spec,
+            network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
             try:
-                result = await calls.execute_tool(request, summary)
+                result = await calls.run_tool(request, spec.source, summary)
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
         if result.kv is not None:
-            conv.replace_kv(result.kv)
-        conv.record_tool_message(call, result.content)
+            ctx.set_kv(result.kv)
+        self._record(call, result.content)
+
+    def _record(self, call: ToolCall, content: str) -> None:
+        self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))

@@ -143,6 +143,20 @@ function outcomeText(approval) {
   return `${word} by ${by}, ${when(approval.claimed_at)}: sent, waiting for the workflow to record it.`;
 }
 
+const HINT_WORDS = { readOnlyHint: "read-only", destructiveHint: "destructive", idempotentHint: "idempotent", openWorldHint: "open-world" };
+
+// Where the tool comes from, the hints its server gave (shown, never trusted to loosen a rule),
+// and a warning when it changed since it was always-allowed.
+function toolOrigin(tool) {
+  const source = tool.source || "builtin";
+  const text = source === "builtin" ? "Built-in tool" : source === "python" ? `Python tool from ${tool.origin}` : `MCP server ${tool.origin}`;
+  const origin = el("p", "card-origin tool-source-" + source, text);
+  const hints = Object.entries(tool.annotations || {}).filter(([key, value]) => value === true && HINT_WORDS[key]);
+  if (hints.length) origin.append(el("span", "hints", " · server says: " + hints.map(([key]) => HINT_WORDS[key]).join(", ")));
+  if (tool.changed) origin.append(el("strong", "tool-changed", " · changed since it was always allowed: asked again"));
+  return origin;
+}
+
 // onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
 export function approvalCard(approval, { showConversation, onDecide }) {
   const card = el("article", "card approval approval-" + approval.status);
@@ -153,6 +167,7 @@ export function approvalCard(approval, { showConversation, onDecide }) {
   head.append(el("span", "permission permission-" + approval.permission_type, approval.permission_type));
   head.append(el("span", "card-status", approval.status === "pending" ? "waiting" : approval.status));
   card.append(head);
+  card.append(toolOrigin(approval.tool || {}));
   if (showConversation) {
     const where = el("p", "card-conversation", "Conversation ");
     const link = shownEl("a", null, approval.conversation_id);

@@ -1,0 +1,49 @@
+"""The tool sources of the configuration file: Python tool modules and MCP servers.
+
+They live in the same TOML file as the permission rules (POLICY_FILE):
+
+    python_tools = ["examples.weather_tools"]
+    [mcp_servers.git]
+    command = "mcp-server-git"
+    args = ["--repository", "data/workspace"]
+    [mcp_servers.search]
+    url = "http://127.0.0.1:9000/mcp"
+    headers = { Authorization = "Bearer ..." }
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class McpServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = Field(default=None, description="stdio: the program the worker starts")
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="stdio: the only variables it gets beyond PATH")
+    cwd: str | None = None
+    url: str | None = Field(default=None, description="streamable HTTP: the endpoint")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(default=120.0, gt=0, description="longest one call may take")
+    list_timeout_seconds: float = Field(default=15.0, gt=0, description="longest listing its tools may take")
+    rule_arguments: dict[str, str] = Field(
+        default_factory=dict, description="tool -> the argument rules glob over (default: its first required string)"
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of command (stdio) or url (streamable HTTP)")
+        return self
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+
+class ToolsConfig(BaseModel):
+    """The tool part of the configuration file; the rest of the file is the policy."""
+
+    python_tools: list[str] = Field(default_factory=list, description="modules that declare @tool functions")
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)

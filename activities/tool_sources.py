@@ -1,0 +1,30 @@
+"""Where the tools come from: the built-ins, the configured Python modules and MCP servers.
+
+The worker's list_tools activity and `starter.py tools` both ask this for the catalog.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from activities.mcp_servers import McpServers
+from activities.python_tools import load_python_tools, python_tool_definition
+from activities.tool_config import ToolsConfig
+from workflows.models import ToolCatalog
+from workflows.tool_specs import TOOL_SPECS
+
+
+class ToolSources:
+    def __init__(self, config: ToolsConfig, workspace_dir: Path) -> None:
+        # Imported once, when the worker starts: a module that cannot load stops the worker at once.
+        self.python = load_python_tools(config.python_tools)
+        self.mcp = McpServers(config.mcp_servers, workspace_dir)
+
+    async def catalog(self) -> ToolCatalog:
+        tools = [*TOOL_SPECS.values()]
+        tools += [python_tool_definition(module, entry) for module, entry in self.python.values()]
+        mcp_tools, unavailable = await self.mcp.list_all()
+        return ToolCatalog(tools=tools + mcp_tools, unavailable=unavailable)
+
+    async def close(self) -> None:
+        await self.mcp.close()
