@@ -10,7 +10,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
-from projection.claims import DecisionRefused, claim_decision, release_claim
+from projection.claims import DecisionRefused
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.ids import check_conversation_id
 from workflows.models import (
@@ -60,10 +61,21 @@ async def send_message(client: Client, conversation_id: str, text: str) -> None:
     await client.get_workflow_handle(conversation_id).signal(SIGNAL_SUBMIT_MESSAGE, MessageInput(text=text))
 
 
-async def send_decision(client: Client, settings: Settings, decision: DecisionInput) -> str:
-    """Claim the request (first wins), then signal it: a signal is kept even with no worker up."""
+async def send_decision(
+    client: Client, settings: Settings, decision: DecisionInput, store: ProjectionStore | None = None
+) -> str:
+    """Claim the request (first wins), then signal it: a signal is kept even with no worker up.
+
+    `store` is the caller's open projection store (the UI keeps one); without it one is opened here.
+    """
+    if store is None:
+        store = ProjectionStore(settings.approvals_db)
+        try:
+            return await send_decision(client, settings, decision, store)
+        finally:
+            await store.close()
     try:
-        claimed = claim_decision(settings.approvals_db, decision)
+        claimed = await store.claim_decision(decision)
     except DecisionRefused as refused:
         if refused.earlier is not None:
             # The first decider may have died between its claim and its signal: deliver the first
@@ -76,7 +88,7 @@ async def send_decision(client: Client, settings: Settings, decision: DecisionIn
     try:
         await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
     except RPCError:
-        release_claim(settings.approvals_db, decision.request_id)
+        await store.release_claim(decision.request_id)
         raise
     return claimed.conversation_id
 

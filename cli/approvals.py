@@ -12,29 +12,20 @@ import argparse
 import getpass
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_OK, refused
-from cli.output import note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
+from cli.errors import EXIT_OK, paged, refused
+from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
     from workflows.models import Decision
 
 
-def _read_approval(session: Session, request_id: str) -> dict[str, Any] | None:
-    from projection.reader import get_approval, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        return get_approval(conn, request_id)
-
-
-def pending(args: argparse.Namespace, session: Session) -> int:
-    from projection.reader import list_approvals, list_conversations, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        rows = list_approvals(conn, "pending", args.conversation)
-        failed = {
-            c["conversation_id"]: c["last_error"] for c in list_conversations(conn) if c["turn_status"] == "failed"
-        }
+async def pending(args: argparse.Namespace, session: Session) -> int:
+    store = session.store()
+    page = await paged(store.approvals("pending", args.conversation, args.limit, args.after))
+    rows = page.items
+    more_pages(page.next)
+    failed = {c["conversation_id"]: c["last_error"] for c in (await store.conversations(status="failed")).items}
     for row in rows:
         # A failed conversation cannot apply a decision until it recovers: say so beside its requests.
         row["conversation_failed"] = row["conversation_id"] in failed
@@ -78,19 +69,13 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
     return None
 
 
-def decide(args: argparse.Namespace, session: Session) -> int:
-    """Synchronous up to the refusal check, so a refused decision costs no event loop and no client."""
-    row = _read_approval(session, args.request_id)
+async def decide(args: argparse.Namespace, session: Session) -> int:
+    """The refusal check needs only the projection, so a refused decision never connects to Temporal."""
+    row = await session.store().approval(args.request_id)
     why = _refusal(row, args.request_id, args.conversation)
     if why is not None:
         raise refused(why)
     assert row is not None
-    import asyncio
-
-    return asyncio.run(_send(args, session, row))
-
-
-async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any]) -> int:
     decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
 
     from control import send_decision
@@ -101,7 +86,10 @@ async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any])
     decided_by = args.decided_by or getpass.getuser()
     request = DecisionInput(request_id=args.request_id, decision=decision, reason=args.reason, decided_by=decided_by)
     try:
-        await rpc(send_decision(client, session.settings, request), f"sending the decision on {args.request_id}")
+        await rpc(
+            send_decision(client, session.settings, request, session.store()),
+            f"sending the decision on {args.request_id}",
+        )
     except DecisionRefused as err:
         raise refused(str(err)) from None
     verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]

@@ -1,18 +1,17 @@
 """Decision claims: the first person to decide a request wins at once, before the workflow records it.
 
-The CLI and the UI both claim here (one row per request id, INSERT or refuse) before they signal
-the workflow, so two near-simultaneous decisions never both go out and neither is silently dropped.
-This table is the deciders' arbiter; the projection tables stay the worker's alone.
+The CLI and the UI both claim here (one row per request id, inserted once or refused) before they
+signal the workflow, so two near-simultaneous decisions never both go out and neither is silently
+dropped, whichever processes or hosts they come from. This table is the deciders' arbiter; the
+projection tables stay the worker's alone.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from projection.db import connect_writer
+from projection.backend import Tx
 from projection.writes import now_iso
 from workflows.models import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL, DecisionInput
 
@@ -36,58 +35,45 @@ class ClaimedDecision:
     decision: DecisionInput
 
 
-def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
+async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     """Check the request against the projection and claim it atomically, or refuse."""
-    conn = connect_writer(db_path)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        row = conn.execute(
-            "SELECT conversation_id, decision, decided_by FROM ui_pending_approvals WHERE request_id = ?",
-            (decision.request_id,),
-        ).fetchone()
-        if row is None:
-            conn.execute("ROLLBACK")
-            raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {decision.request_id}")
-        if row["decision"] is not None:
-            conn.execute("ROLLBACK")
-            raise DecisionRefused(
-                ERROR_ALREADY_RESOLVED,
-                f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
-            )
-        try:
-            conn.execute(
-                "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    decision.request_id,
-                    row["conversation_id"],
-                    decision.decision,
-                    decision.reason,
-                    decision.decided_by,
-                    now_iso(),
-                ),
-            )
-        except sqlite3.IntegrityError:
-            earlier = conn.execute(
-                "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
-                (decision.request_id,),
-            ).fetchone()
-            conn.execute("ROLLBACK")
-            first = DecisionInput(
-                request_id=decision.request_id,
-                decision=earlier["decision"],
-                reason=earlier["reason"],
-                decided_by=earlier["decided_by"],
-            )
-            raise DecisionRefused(
-                ERROR_ALREADY_RESOLVED,
-                f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
-                ClaimedDecision(str(row["conversation_id"]), first) if _stale(earlier["claimed_at"]) else None,
-            ) from None
-        conn.execute("COMMIT")
-        return ClaimedDecision(str(row["conversation_id"]), decision)
-    finally:
-        conn.close()
+    row = await tx.fetchone(
+        "SELECT conversation_id, decision, decided_by FROM ui_pending_approvals WHERE request_id = ?",
+        (decision.request_id,),
+    )
+    if row is None:
+        raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {decision.request_id}")
+    if row["decision"] is not None:
+        raise DecisionRefused(
+            ERROR_ALREADY_RESOLVED,
+            f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
+        )
+    conversation_id = str(row["conversation_id"])
+    # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
+    won = await tx.execute(
+        "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING",
+        (decision.request_id, conversation_id, decision.decision, decision.reason, decision.decided_by, now_iso()),
+    )
+    if won:
+        return ClaimedDecision(conversation_id, decision)
+    earlier = await tx.fetchone(
+        "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
+        (decision.request_id,),
+    )
+    if earlier is None:  # released by its sender between our insert and this read: a lost race
+        raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.request_id} is being decided; try again")
+    first = DecisionInput(
+        request_id=decision.request_id,
+        decision=earlier["decision"],
+        reason=earlier["reason"],
+        decided_by=earlier["decided_by"],
+    )
+    raise DecisionRefused(
+        ERROR_ALREADY_RESOLVED,
+        f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
+        ClaimedDecision(conversation_id, first) if _stale(earlier["claimed_at"]) else None,
+    )
 
 
 def _stale(claimed_at: str) -> bool:
@@ -96,10 +82,6 @@ def _stale(claimed_at: str) -> bool:
     return age.total_seconds() > STALE_CLAIM_SECONDS
 
 
-def release_claim(db_path: Path, request_id: str) -> None:
+async def release_claim(tx: Tx, request_id: str) -> None:
     """Undo a claim whose signal could not be delivered, so the person can try again."""
-    conn = connect_writer(db_path)
-    try:
-        conn.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
-    finally:
-        conn.close()
+    await tx.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))

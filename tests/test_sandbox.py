@@ -174,7 +174,7 @@ def test_a_bad_sandbox_table_is_refused_at_start(tmp_path: Path, setting: str, v
 async def test_a_network_rule_gives_the_calls_it_covers_the_network_and_no_other(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, loopback_server: str
 ) -> None:
-    policy_file = settings.approvals_db.with_name("policy.toml")
+    policy_file = Path(settings.approvals_db).with_name("policy.toml")
     policy_file.write_text('mode = "auto_approve"\nnetwork = ["run_shell(curl *)"]\n')
     settings = replace(settings, policy_file=str(policy_file))
     fetch = f"curl -sS -m 5 {loopback_server}"

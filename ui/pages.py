@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import html
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import anyio.from_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from projection.sessions import close_session, open_session
 from ui.bodies import read_body
 from ui.errors import BadRequest
 from ui.security import (
@@ -86,8 +85,7 @@ async def login(request: Request) -> Response:
     session_id, presented = new_session_id(), request.cookies.get(SESSION_COOKIE)
     expires_at = datetime.now(UTC) + timedelta(seconds=SESSION_MAX_AGE)
     replaced = session_record(token, presented) if presented else None
-    db = request.app.state.settings.approvals_db
-    await asyncio.to_thread(open_session, db, session_record(token, session_id), expires_at, replaced)
+    await request.app.state.store.open_session(session_record(token, session_id), expires_at, replaced)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -108,7 +106,7 @@ def logout(request: Request) -> Response:
     token: str | None = request.app.state.settings.ui_token
     presented = request.cookies.get(SESSION_COOKIE)
     if token is not None and presented:
-        close_session(request.app.state.settings.approvals_db, session_record(token, presented))
+        anyio.from_thread.run(request.app.state.store.close_session, session_record(token, presented))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

@@ -3,8 +3,8 @@
 - A token (UI_TOKEN), when set, guards every page and API call: `Authorization: Bearer` for
   scripts, or an HttpOnly SameSite=Strict session cookie set by the login form for browsers. The
   cookie holds a random session id, new at every login and valid for SESSION_MAX_AGE; the
-  projection file records a keyed hash of it (projection/sessions.py), so every UI process on that
-  file honours it and a logout revokes it everywhere. The hash is keyed by the token, so changing
+  projection records a keyed hash of it (projection/sessions.py), so every UI process on that
+  database honours it and a logout revokes it everywhere. The hash is keyed by the token, so changing
   UI_TOKEN ends every session.
 - Requests that change state must come from this origin (Origin and Sec-Fetch-Site), so another
   site cannot make a logged-in browser approve a tool.
@@ -19,10 +19,10 @@ import hmac
 import secrets
 from urllib.parse import urlsplit
 
+import anyio.from_thread
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from projection.sessions import session_is_open
 from ui.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "approvals_ui_session"
@@ -105,7 +105,8 @@ def is_authenticated(request: Request) -> bool:
     cookie = request.cookies.get(SESSION_COOKIE, "")
     if not cookie or len(cookie) > MAX_SESSION_ID:
         return False
-    return session_is_open(request.app.state.settings.approvals_db, session_record(token, cookie))
+    # Called from sync code that FastAPI runs on a thread: the store's call goes back to the loop.
+    return bool(anyio.from_thread.run(request.app.state.store.session_is_open, session_record(token, cookie)))
 
 
 def require_token(request: Request) -> None:
