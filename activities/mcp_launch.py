@@ -1,34 +1,66 @@
 """How the worker starts a stdio MCP server: the one place a configuration becomes a process.
 
-The server gets the variables its configuration grants on top of the MCP SDK's short safe list
-(PATH, HOME, ...), never the worker's whole environment, and runs in the workspace unless the
-configuration names another directory. Confinement of the process, when the worker has a tool
-sandbox, is applied here too.
+The server runs in the same sandbox as run_shell: no network unless its configuration says
+`network = true`, the workspace (or its configured cwd) read-write, the system directories and its
+own installation read-only, and none of the project's data, configuration or checkout. Its
+environment is the sandbox's allow-list plus the variables its configuration grants. When no
+sandbox starts, SandboxUnavailable is raised and the server is not started at all.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from mcp import StdioServerParameters
 
+from activities.sandbox import SYSTEM_PATHS, SandboxPolicy, sandboxed_launch
 from activities.tool_config import McpServerConfig
 
 
-def stdio_parameters(config: McpServerConfig, workspace: Path) -> StdioServerParameters:
+def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxPolicy) -> StdioServerParameters:
     assert config.command is not None, "stdio_parameters is for servers with a command"
     cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
-    return StdioServerParameters(
-        command=_program(config.command), args=list(config.args), env=dict(config.env), cwd=str(cwd)
+    program = _program(config.command)
+    if not sandbox.enabled:  # turned off on purpose: the SDK's short safe list plus the configured env
+        return StdioServerParameters(command=program, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+    policy = replace(
+        sandbox,
+        network=config.network,
+        env=(*sandbox.env, *config.env),
+        readonly=(*sandbox.readonly, *installation(program)),
     )
+    launch = sandboxed_launch([program, *config.args], cwd, policy, {**os.environ, **config.env})
+    return StdioServerParameters(command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=str(launch.cwd))
 
 
 def _program(command: str) -> str:
     """A relative path (`.venv/bin/x`) is the worker's, not the server's cwd; a bare name installed
     beside the worker's interpreter (a server from PyPI) is found without an activated venv."""
-    if "/" in command:
-        return str(Path(command).resolve())
+    if "/" in command:  # not resolved: a venv's bin/python is a link whose target knows no venv
+        return os.path.abspath(command)
     beside = Path(sys.executable).parent / command
     return str(beside) if beside.exists() else command
+
+
+def _system(path: Path) -> bool:
+    return any(path.is_relative_to(root) for root in SYSTEM_PATHS)
+
+
+def installation(program: str) -> list[Path]:
+    """What the server needs to see to start: the worker's Python environment (the venv and the
+    interpreter it links to) for a program installed in it, else the program's own directory."""
+    found = shutil.which(program) if "/" not in program else program
+    if found is None:
+        return []
+    path = Path(os.path.abspath(found))
+    if path.is_relative_to(sys.prefix):
+        base = Path(os.path.realpath(sys.executable)).parent.parent
+        trees = [Path(sys.prefix), Path(sys.base_prefix), base]
+    else:
+        trees = [path.parent, path.resolve().parent]
+    return list(dict.fromkeys(tree for tree in trees if not _system(tree)))

@@ -26,6 +26,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from activities.builtin_tools import truncate
 from activities.heartbeat import heartbeating
 from activities.mcp_launch import stdio_parameters
+from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig
 from workflows.models import PermissionType, ToolDef, ToolResult
 
@@ -108,10 +109,11 @@ def result_text(result: mcp_types.CallToolResult) -> ToolResult:
 
 
 class McpConnection:
-    def __init__(self, name: str, config: McpServerConfig, workspace: Path) -> None:
+    def __init__(self, name: str, config: McpServerConfig, workspace: Path, sandbox: SandboxPolicy) -> None:
         self.name = name
         self.config = config
         self._workspace = workspace
+        self._sandbox = sandbox
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -119,7 +121,9 @@ class McpConnection:
 
     def _new_client(self) -> Client:
         if self.config.command is not None:
-            transport: Any = stdio_client(stdio_parameters(self.config, self._workspace), errlog=_errlog())
+            transport: Any = stdio_client(
+                stdio_parameters(self.config, self._workspace, self._sandbox), errlog=_errlog()
+            )
         else:
             assert self.config.url is not None
             http = create_mcp_http_client(headers=dict(self.config.headers))
@@ -210,10 +214,13 @@ class McpConnection:
 
 
 class McpServers:
-    """Every configured server by name."""
+    """Every configured server by name; stdio ones start in `sandbox` (the worker's tool sandbox)."""
 
-    def __init__(self, configs: dict[str, McpServerConfig], workspace: Path) -> None:
-        self.connections = {name: McpConnection(name, config, workspace) for name, config in configs.items()}
+    def __init__(
+        self, configs: dict[str, McpServerConfig], workspace: Path, sandbox: SandboxPolicy | None = None
+    ) -> None:
+        sandbox = SandboxPolicy() if sandbox is None else sandbox
+        self.connections = {name: McpConnection(name, c, workspace, sandbox) for name, c in configs.items()}
 
     async def list_all(self) -> tuple[list[ToolDef], dict[str, str]]:
         """Tools of every server that answers in time; why each other one did not."""

@@ -1,6 +1,6 @@
 """Turn a command into a sandboxed launch: the argv and environment to exec instead of the command.
 
-A tool that starts a process (run_shell, later stdio MCP servers) runs in fresh user, mount, PID,
+A tool that starts a process (run_shell, stdio MCP servers) runs in fresh user, mount, PID,
 IPC and UTS namespaces, and in a network namespace of its own unless its rule opts in to network.
 Its filesystem is built from nothing: the system directories read-only, an empty /tmp, a minimal
 /dev, its own /proc, and the workspace read-write as the working directory. The project's data,
@@ -44,6 +44,7 @@ class SandboxPolicy:
     env: tuple[str, ...] = ()  # variables passed through besides PATH, LANG, LC_*, TERM, TZ
     hidden: tuple[Path, ...] = ()  # covered if they fall inside a visible tree (a system dir, the workspace)
     launcher: str = "auto"  # auto (bwrap, else unshare), bwrap or unshare
+    readonly: tuple[Path, ...] = ()  # more directories visible read-only (an MCP server's installation)
 
     def with_network(self, network: bool) -> SandboxPolicy:
         return replace(self, network=network)
@@ -86,6 +87,10 @@ def _steps(workspace: Path, policy: SandboxPolicy) -> list[tuple[str, ...]]:
         if resolv.exists() and not any(_inside(resolv, v) for v in visible):
             steps.append(("ro", str(resolv.parent)))
             visible.append(resolv.parent)
+    for extra in sorted({Path(os.path.abspath(p)) for p in policy.readonly}, key=lambda p: len(p.parts)):
+        if extra.is_dir() and not any(_inside(extra, v) for v in visible):
+            steps.append(("ro", str(extra)))
+            visible.append(extra)
     named: list[str | Path] = [*policy.hidden, *SYSTEM_SECRETS]
     hidden = sorted({Path(os.path.abspath(p)) for p in named}, key=lambda p: len(p.parts))
     for path in hidden:

@@ -6,6 +6,7 @@ They live in the same TOML file as the permission rules (POLICY_FILE):
     [mcp_servers.git]
     command = "mcp-server-git"
     args = ["--repository", "data/workspace"]
+    network = false          # stdio servers run in the tool sandbox; true lets this one reach the network
     [mcp_servers.search]
     url = "http://127.0.0.1:9000/mcp"
     headers = { Authorization = "Bearer ..." }
@@ -22,7 +23,8 @@ class McpServerConfig(BaseModel):
     command: str | None = Field(default=None, description="stdio: the program the worker starts")
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict, description="stdio: the only variables it gets beyond PATH")
-    cwd: str | None = None
+    cwd: str | None = Field(default=None, description="stdio: where it runs, read-write (default: the workspace)")
+    network: bool = Field(default=False, description="stdio: reach the network from its sandbox (default: none)")
     url: str | None = Field(default=None, description="streamable HTTP: the endpoint")
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=120.0, gt=0, description="longest one call may take")

@@ -9,16 +9,17 @@ from pathlib import Path
 
 from activities.mcp_servers import McpServers
 from activities.python_tools import load_python_tools, python_tool_definition
+from activities.sandbox import SandboxPolicy
 from activities.tool_config import ToolsConfig
 from workflows.models import ToolCatalog
 from workflows.tool_specs import TOOL_SPECS
 
 
 class ToolSources:
-    def __init__(self, config: ToolsConfig, workspace_dir: Path) -> None:
+    def __init__(self, config: ToolsConfig, workspace_dir: Path, sandbox: SandboxPolicy | None = None) -> None:
         # Imported once, when the worker starts: a module that cannot load stops the worker at once.
         self.python = load_python_tools(config.python_tools)
-        self.mcp = McpServers(config.mcp_servers, workspace_dir)
+        self.mcp = McpServers(config.mcp_servers, workspace_dir, sandbox)
 
     async def catalog(self) -> ToolCatalog:
         tools = [*TOOL_SPECS.values()]

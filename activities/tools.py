@@ -60,7 +60,11 @@ class ToolActivities:
         if connection is None:
             return ToolResult(content=f"Error: this worker has no MCP server {tool.origin!r}", is_error=True)
         # Connect before the ledger claim: a server that cannot be reached never ran the call.
-        await connection.client()
+        try:
+            await connection.client()
+        except SandboxUnavailable as err:
+            activity.logger.error("not running %s: %s", request.request_id, err)
+            return ToolResult(content=f"Error: not run: {err}", is_error=True)
         return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
 
     async def _once(

@@ -44,7 +44,8 @@ async def describe_tools(session: Session) -> dict[str, Any]:
 
     try:
         policy = session.settings.load_policy()
-        sources = ToolSources(session.settings.load_tools(), session.settings.workspace_dir)
+        settings = session.settings
+        sources = ToolSources(settings.load_tools(), settings.workspace_dir, settings.sandbox_policy())
     except (ConfigError, PythonToolError) as err:
         raise CliError(str(err), EXIT_USAGE) from None
     try:

@@ -70,9 +70,11 @@ def commit_count(repo: Path) -> int:
 
 
 def git_processes() -> list[psutil.Process]:
-    """The mcp-server-git processes this test process started (through a worker in it)."""
+    """The mcp-server-git processes this test process started (through a worker in it); the
+    sandbox's launcher processes, whose command lines name it too, are not counted."""
     me = psutil.Process(os.getpid())
-    return [p for p in me.children(recursive=True) if any("mcp-server-git" in part for part in p.cmdline())]
+    children = [p for p in me.children(recursive=True) if p.name() not in ("bwrap", "unshare")]
+    return [p for p in children if any("mcp-server-git" in part for part in p.cmdline())]
 
 
 def git_server(repo: Path) -> dict[str, Any]:
