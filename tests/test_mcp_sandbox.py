@@ -15,6 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from activities.mcp_servers import McpServers
+from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig
 from control import start_conversation
 from settings import Settings
@@ -23,7 +24,7 @@ from tests.helpers import wait_status
 from tests.mcp_support import with_config
 from tests.processes import REPO_ROOT
 from tests.scripts import ScriptedModel
-from tests.test_sandbox import LAUNCHERS, SECRET, failing_launchers
+from tests.test_sandbox import LAUNCHERS, SECRET, failing_launchers, shell
 from worker import build_worker
 
 PROBE = REPO_ROOT / "tests" / "probe_mcp_server.py"
@@ -62,6 +63,23 @@ async def reach(servers: McpServers, variable: str, path: Path, port: int) -> di
     assert not result.is_error, result.content
     seen: dict[str, str] = json.loads(result.content)
     return seen
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_read_only_tree_is_visible_unwritable_and_its_hidden_parts_stay_covered(
+    tmp_path: Path, launcher: str
+) -> None:
+    tree = tmp_path / "installation"
+    (tree / "private").mkdir(parents=True)
+    (tree / "lib.txt").write_text("library\n")
+    (tree / "private" / "key").write_text(SECRET)
+    policy = SandboxPolicy(launcher=launcher, readonly=(tree,), hidden=(tree / "private",))
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    out = shell(workspace, f"cat {tree}/lib.txt; cat {tree}/private/key; touch {tree}/new", policy)
+
+    assert "library" in out and SECRET not in out, out
+    assert "Read-only file system" in out and not (tree / "new").exists()
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
