@@ -22,7 +22,7 @@ class McpServerConfig(BaseModel):
 
     command: str | None = Field(default=None, description="stdio: the program the worker starts")
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict, description="stdio: the only variables it gets beyond PATH")
+    env: dict[str, str] = Field(default_factory=dict, description="stdio: variables passed into its sandbox")
     cwd: str | None = Field(default=None, description="stdio: where it runs, read-write (default: the workspace)")
     network: bool = Field(default=False, description="stdio: reach the network from its sandbox (default: none)")
     url: str | None = Field(default=None, description="streamable HTTP: the endpoint")
