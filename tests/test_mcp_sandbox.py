@@ -13,11 +13,16 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
 
+from activities.ledger import Ledger
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
-from activities.tool_config import McpServerConfig
+from activities.tool_config import McpServerConfig, ToolsConfig
+from activities.tool_sources import ToolSources
+from activities.tools import ToolActivities
 from control import start_conversation
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import wait_status
@@ -26,6 +31,7 @@ from tests.processes import REPO_ROOT
 from tests.scripts import ScriptedModel
 from tests.test_sandbox import LAUNCHERS, SECRET, failing_launchers, shell
 from worker import build_worker
+from workflows.models import ToolRequest
 
 PROBE = REPO_ROOT / "tests" / "probe_mcp_server.py"
 GREETING = "hello-from-the-host"
@@ -92,7 +98,9 @@ async def test_a_stdio_server_sees_no_secret_no_data_and_the_network_only_when_c
     data.mkdir()
     (data / "notes.txt").write_text(SECRET)
     settings = Settings(approvals_db=data / "approvals.db", workspace_dir=data / "workspace", tool_sandbox=launcher)
-    config = McpServerConfig(**probe_server(settings.workspace_dir, network=network, env={"GRANTED": "given"}))  # type: ignore[arg-type]
+    config = McpServerConfig.model_validate(
+        probe_server(settings.workspace_dir, network=network, env={"GRANTED": "given"})
+    )
     servers = McpServers({"probe": config}, settings.workspace_dir, settings.sandbox_policy())
     try:
         secret = await reach(servers, "OPENAI_API_KEY", data / "notes.txt", loopback_port)
@@ -130,3 +138,39 @@ async def test_no_sandbox_that_starts_means_the_server_never_starts_and_the_mode
     assert any("MCP server probe: SandboxUnavailable: the sandbox could not start" in str(t) for t in told), told
     assert not any(t["function"]["name"].startswith("mcp__probe") for t in request.get("tools", []))
     assert "MCP server probe: tools unavailable: SandboxUnavailable" in caplog.text
+
+
+async def test_a_call_whose_server_cannot_start_sandboxed_is_not_run_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "workspace"
+    sources = ToolSources(
+        ToolsConfig(mcp_servers={"probe": McpServerConfig.model_validate(probe_server(workspace))}),
+        workspace,
+        SandboxPolicy(),
+    )
+    ledger, projection = Ledger(tmp_path / "ledger.db"), ProjectionStore(tmp_path / "approvals.db")
+    activities = ToolActivities(workspace, ledger, projection, sources)
+    try:
+        catalog = await sources.catalog()  # listed while a sandbox starts ...
+        (tool,) = [t for t in catalog.tools if t.origin == "probe"]
+        await sources.close()
+        (workspace / "started").unlink()
+        monkeypatch.setenv("PATH", failing_launchers(tmp_path / "bin"))  # ... called when none does
+        request = ToolRequest(
+            conversation_id="c",
+            turn_id="t",
+            tool_call_id="call_1",
+            request_id="r1",
+            tool_name=tool.name,
+            arguments={"variable": "HOME", "path": "x", "port": 1},
+            tool=tool,
+        )
+        result = await ActivityEnvironment().run(activities.call_mcp_tool, request)
+    finally:
+        await sources.close()
+        await ledger.close()
+        await projection.close()
+
+    assert result.is_error and result.content.startswith("Error: not run: the sandbox could not start"), result
+    assert not (workspace / "started").exists(), "the server was not started for the call"
