@@ -250,5 +250,5 @@ def describe(policy: SandboxPolicy) -> str:
     try:
         name, binary = choose_launcher(policy)
     except SandboxUnavailable as err:
-        return f"UNAVAILABLE: shell commands will not run: {err}"
+        return f"UNAVAILABLE: shell commands and stdio MCP servers will not run: {err}"
     return f"{name} ({binary}): no network unless a rule opts in, no project files, an allow-listed environment"
