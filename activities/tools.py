@@ -73,7 +73,7 @@ class ToolActivities:
         result = await run(request)
         if tool.at_most_once:
             self._ledger.finish(request.request_id, result)
-            self._mark(request.request_id, "done")
+            self._mark(request.request_id, "failed" if result.is_error else "done")
         return result
 
     async def _run_builtin(self, request: ToolRequest) -> ToolResult:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_OK, refused
+from cli.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, refused
 from cli.output import note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
@@ -47,11 +48,12 @@ def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(
         table(
-            ["REQUEST", "TOOL CALL (exactly as it will run)", "FROM", "REQUESTED", "STATUS"],
+            ["REQUEST", "TOOL CALL (exactly as it will run)", "ARGS HASH", "FROM", "REQUESTED", "STATUS"],
             [
                 [
                     shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
+                    row["args_hash"],
                     tool_origin_text(row["tool"]),
                     short_time(row["created_at"]),
                     row["status"],
@@ -62,7 +64,7 @@ def pending(args: argparse.Namespace, session: Session) -> int:
     )
     for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
         print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
-    note("Decide with: python starter.py approve REQUEST [--always] | deny REQUEST --reason TEXT")
+    note("Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT")
     return EXIT_OK
 
 
@@ -79,33 +81,73 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
 
 
 def decide(args: argparse.Namespace, session: Session) -> int:
-    """Synchronous up to the refusal check, so a refused decision costs no event loop and no client."""
-    row = _read_approval(session, args.request_id)
-    why = _refusal(row, args.request_id, args.conversation)
-    if why is not None:
-        raise refused(why)
-    assert row is not None
+    """Synchronous up to the refusal checks, so a refused decision costs no event loop and no client.
+
+    Several request ids are one batch: every call it covers is listed first, each gets its own
+    decision, and one refused call does not stop the others (the exit status is then 3)."""
+    ids = list(dict.fromkeys(args.request_ids))
+    if args.args_hash is not None and len(ids) != 1:
+        raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
+    rows = {request_id: _read_approval(session, request_id) for request_id in ids}
+    refusals = {rid: why for rid in ids if (why := _refusal(rows[rid], rid, args.conversation)) is not None}
+    if len(ids) == 1 and refusals:
+        raise refused(refusals[ids[0]])
+    if len(ids) > 1:
+        print(f"{_VERBS[_decision(args)]} {len(ids)} calls:")
+        for request_id in ids:
+            row = rows[request_id]
+            call = tool_call_text(row["tool_name"], row["arguments"]) if row is not None else "(unknown request)"
+            print(f"  {shown(request_id)}  {call}")
+    todo = [row for rid, row in rows.items() if rid not in refusals and row is not None]
     import asyncio
 
-    return asyncio.run(_send(args, session, row))
+    if todo:
+        refusals.update(asyncio.run(_send_all(args, session, todo)))
+    for request_id in ids:
+        if request_id in refusals:
+            print(f"error: {shown(refusals[request_id])}", file=sys.stderr)
+    return EXIT_REFUSED if refusals else EXIT_OK
 
 
-async def _send(args: argparse.Namespace, session: Session, row: dict[str, Any]) -> int:
-    decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
+_VERBS = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}
 
+
+def _decision(args: argparse.Namespace) -> Decision:
+    return "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
+
+
+async def _send_all(args: argparse.Namespace, session: Session, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Send each decision in turn; returns the refused ones with why."""
     from control import send_decision
     from projection.claims import DecisionRefused
     from workflows.models import DecisionInput
 
+    decision = _decision(args)
     client = await session.client()
     decided_by = args.decided_by or getpass.getuser()
-    request = DecisionInput(request_id=args.request_id, decision=decision, reason=args.reason, decided_by=decided_by)
-    try:
-        await rpc(send_decision(client, session.settings, request), f"sending the decision on {args.request_id}")
-    except DecisionRefused as err:
-        raise refused(str(err)) from None
-    verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]
-    print(f"{verb}: {tool_call_text(row['tool_name'], row['arguments'])}")
-    where = shown(f"request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
-    print(f"  {where}")
-    return EXIT_OK
+    refusals: dict[str, str] = {}
+    for row in rows:
+        request_id = row["request_id"]
+        # Bound to the arguments this command read and prints (or to the hash the person gave).
+        request = DecisionInput(
+            request_id=request_id,
+            decision=decision,
+            reason=args.reason,
+            decided_by=decided_by,
+            args_hash=args.args_hash or row["args_hash"],
+            door="cli",
+        )
+        try:
+            await rpc(send_decision(client, session.settings, request), f"sending the decision on {request_id}")
+        except DecisionRefused as err:
+            refusals[request_id] = str(err)
+            continue
+        except CliError as err:
+            if len(rows) == 1:
+                raise
+            refusals[request_id] = str(err)
+            continue
+        print(f"{_VERBS[decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
+        where = f"request {request_id} in conversation {row['conversation_id']}, decided by {decided_by}"
+        print(f"  {shown(where)} (arguments {request.args_hash})")
+    return refusals

@@ -66,7 +66,9 @@ def build_parser() -> OneLineParser:
 
     for verb, help_text in (("approve", "allow a pending tool call"), ("deny", "deny a pending tool call")):
         decide = verbs.add_parser(verb, help=help_text)
-        decide.add_argument("request_id", metavar="REQUEST_ID", type=text)
+        decide.add_argument(
+            "request_ids", metavar="REQUEST_ID", type=text, nargs="+", help="one request, or several as one batch"
+        )
         if verb == "approve":
             decide.add_argument("--always", action="store_true", help="also allow this tool for the conversation")
         decide.add_argument("--reason", help="why; a denial's reason reaches the model")
@@ -74,6 +76,11 @@ def build_parser() -> OneLineParser:
             "--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)"
         )
         decide.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
+        decide.add_argument(
+            "--args-hash",
+            type=text,
+            help="refuse as stale unless the call's arguments still have this hash (shown by `pending`)",
+        )
 
     watch = verbs.add_parser("watch", help="follow a conversation until it idles or waits")
     watch.add_argument("conversation", type=text)

@@ -7,6 +7,7 @@ This table is the deciders' arbiter; the projection tables stay the worker's alo
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,7 +15,13 @@ from pathlib import Path
 
 from projection.db import connect_writer
 from projection.writes import now_iso
-from workflows.models import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL, DecisionInput
+from workflows.models import (
+    ERROR_ALREADY_RESOLVED,
+    ERROR_STALE_APPROVAL,
+    ERROR_UNKNOWN_APPROVAL,
+    DecisionInput,
+    arguments_hash,
+)
 
 STALE_CLAIM_SECONDS = 10.0
 
@@ -42,7 +49,7 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
     try:
         conn.execute("BEGIN IMMEDIATE")
         row = conn.execute(
-            "SELECT conversation_id, decision, decided_by FROM ui_pending_approvals WHERE request_id = ?",
+            "SELECT conversation_id, decision, decided_by, details_json FROM ui_pending_approvals WHERE request_id = ?",
             (decision.request_id,),
         ).fetchone()
         if row is None:
@@ -54,6 +61,10 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
                 ERROR_ALREADY_RESOLVED,
                 f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
             )
+        stale = _stale_hash(decision, row["details_json"])
+        if stale is not None:
+            conn.execute("ROLLBACK")
+            raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
         try:
             conn.execute(
                 "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
@@ -88,6 +99,16 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
         return ClaimedDecision(str(row["conversation_id"]), decision)
     finally:
         conn.close()
+
+
+def _stale_hash(decision: DecisionInput, details_json: str) -> str | None:
+    """Why the decision is stale (it was made on other arguments than the request's), or None."""
+    if decision.args_hash is None:
+        return None
+    current = arguments_hash(json.loads(details_json).get("arguments", {}))
+    if decision.args_hash == current:
+        return None
+    return f"{decision.request_id} is stale: decided on arguments hash {decision.args_hash}, the call's is {current}"
 
 
 def _stale(claimed_at: str) -> bool:

@@ -62,6 +62,11 @@ CREATE TABLE IF NOT EXISTS ui_decision_claims (
     decided_by TEXT,
     claimed_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ui_decision_facts (
+    request_id TEXT PRIMARY KEY,
+    decided_via TEXT,
+    decided_args_hash TEXT
+);
 CREATE TABLE IF NOT EXISTS ui_sessions (
     session_hash TEXT PRIMARY KEY,
     expires_at INTEGER NOT NULL

@@ -9,7 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from projection.audit import outcome
 from projection.db import connect_reader
+from workflows.models import arguments_hash
 
 ApprovalFilter = Literal["pending", "resolved", "all"]
 
@@ -51,13 +53,20 @@ def get_conversation(conn: sqlite3.Connection, conversation_id: str) -> dict[str
 _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_id, a.tool_name, a.permission_type,
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
     a.kv_snapshot_json, a.execution_state,
-    c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at"""
+    c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
+    f.decided_via, f.decided_args_hash"""
+# The claim a decider made and the facts of the recorded decision (door, arguments hash).
+_APPROVAL_JOINS = """ui_pending_approvals a LEFT JOIN ui_decision_claims c ON c.request_id = a.request_id
+    LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"""
 
 
 def _approval(row: sqlite3.Row) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
     item["arguments"] = details.get("arguments", {})
+    # What a decision on this row binds to: a decider sends it back, and other arguments are refused.
+    item["args_hash"] = arguments_hash(item["arguments"])
+    item["outcome"] = outcome(item["decision"], item["execution_state"])
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
@@ -78,18 +87,13 @@ def list_approvals(
         where.append("a.conversation_id = ?")
         params.append(conversation_id)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
-    sql = (
-        f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a"
-        f" LEFT JOIN ui_decision_claims c ON c.request_id = a.request_id {clause}"
-        " ORDER BY a.created_at, a.request_id"
-    )
+    sql = f"SELECT {_APPROVAL_COLUMNS} FROM {_APPROVAL_JOINS} {clause} ORDER BY a.created_at, a.request_id"
     return [_approval(row) for row in conn.execute(sql, params)]
 
 
 def get_approval(conn: sqlite3.Connection, request_id: str) -> dict[str, Any] | None:
     row = conn.execute(
-        f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a"
-        " LEFT JOIN ui_decision_claims c ON c.request_id = a.request_id WHERE a.request_id = ?",
+        f"SELECT {_APPROVAL_COLUMNS} FROM {_APPROVAL_JOINS} WHERE a.request_id = ?",
         (request_id,),
     ).fetchone()
     return _approval(row) if row is not None else None

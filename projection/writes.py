@@ -6,6 +6,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime
 
+from projection.audit import write_decision_facts
 from workflows.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
@@ -92,6 +93,7 @@ def write_approval_resolved(conn: sqlite3.Connection, payload: ApprovalResolvedP
            WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
         (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
     )
+    write_decision_facts(conn, rec)
 
 
 def write_compaction(conn: sqlite3.Connection, payload: CompactionProjection) -> None:

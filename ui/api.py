@@ -157,7 +157,12 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     if await asyncio.to_thread(queries.approval, settings, request_id) is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     decision = DecisionInput(
-        request_id=request_id, decision=body.decision, reason=body.reason or None, decided_by=body.name or "web"
+        request_id=request_id,
+        decision=body.decision,
+        reason=body.reason or None,
+        decided_by=body.name or "web",
+        args_hash=body.args_hash,
+        door="ui",
     )
     client = await _client(request)
     try:

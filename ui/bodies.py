@@ -24,6 +24,9 @@ class DecisionBody(StrictBody):
     decision: Decision
     reason: str | None = Field(default=None, max_length=2000)
     name: str | None = Field(default=None, min_length=1, max_length=100, description="who decides; default web")
+    args_hash: str | None = Field(
+        default=None, max_length=64, description="the arguments hash the card showed; other arguments are refused (409)"
+    )
 
 
 class StartBody(StrictBody):

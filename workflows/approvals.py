@@ -11,10 +11,12 @@ from datetime import datetime
 
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
     ApprovalRecord,
     DecisionInput,
     Resolution,
+    arguments_hash,
     request_id_for,
 )
 
@@ -54,13 +56,20 @@ class ApprovalBook:
         current = {rid: rec.resolution for rid, rec in self._records.items() if rec.resolution is not None}
         return {**self._carried, **current}
 
-    def refusal(self, request_id: str) -> tuple[str, str] | None:
-        """Why a decision for request_id must be refused, or None when it may be applied."""
+    def refusal(self, request_id: str, args_hash: str | None = None) -> tuple[str, str] | None:
+        """Why a decision for request_id must be refused, or None when it may be applied. A decision
+        that carries an arguments hash binds to those arguments: any other hash is stale."""
         record = self._records.get(request_id)
         earlier = record.resolution if record is not None else self._carried.get(request_id)
         if earlier is not None:
             return ERROR_ALREADY_RESOLVED, f"approval {request_id} was already resolved: {earlier}"
         if record is not None:
+            current = arguments_hash(record.arguments)
+            if args_hash is not None and args_hash != current:
+                return (
+                    ERROR_STALE_APPROVAL,
+                    f"approval {request_id} is stale: decided on arguments hash {args_hash}, the call's is {current}",
+                )
             return None
         if not request_id.startswith(request_id_for(self._conversation_id, "")):
             return (
@@ -73,6 +82,8 @@ class ApprovalBook:
         """Resolve a request (refusal() has passed); always_allow also frees waiting siblings."""
         record = self._records[decision.request_id]
         self._resolve(record, decision.decision, decision.reason, decision.decided_by, now)
+        record.decided_args_hash = decision.args_hash
+        record.decided_via = decision.door or "signal"
         if decision.decision == "always_allow":
             self.always_allow.add(record.tool_name)
             if record.tool_hash is not None:
@@ -81,6 +92,7 @@ class ApprovalBook:
                 if sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash:
                     reason = f"always allowed with {record.request_id}"
                     self._resolve(sibling, "allow", reason, decision.decided_by, now)
+                    sibling.decided_via = decision.door or "signal"
         return decision.decision
 
     def expire(self, request_id: str, now: datetime, timeout_seconds: float) -> None:

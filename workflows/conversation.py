@@ -209,7 +209,7 @@ class ConversationWorkflow:
         decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
         if decision is None:
             return
-        refusal = self._book.refusal(decision.request_id)
+        refusal = self._book.refusal(decision.request_id, decision.args_hash)
         if refusal is not None:
             # A bad signal must never fail the workflow task: log it and change nothing.
             workflow.logger.warning("decision ignored: %s", refusal[1])
@@ -229,7 +229,7 @@ class ConversationWorkflow:
         decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refusal(decision.request_id)
+        refusal = self._book.refusal(decision.request_id, decision.args_hash)
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)
@@ -268,7 +268,7 @@ class ConversationWorkflow:
         )
 
 
-_DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?}"
+_DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?, args_hash?, door?}"
 _Input = TypeVar("_Input", bound=BaseModel)
 
 

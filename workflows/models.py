@@ -24,6 +24,7 @@ QUERY_GET_STATE = "get_state"
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
 ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
+ERROR_STALE_APPROVAL = "StaleApproval"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow"]
@@ -31,12 +32,20 @@ Resolution = Literal["allow", "deny", "always_allow", "expired", "canceled"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp"]
 RuleVerdict = Literal["allow", "ask", "deny"]
+# Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
+Door = Literal["ui", "cli", "signal"]
 
 
 def request_id_for(conversation_id: str, tool_call_id: str) -> str:
     """The approval key: one request of one conversation, never reused (unambiguous because a
     conversation id holds no `_`, see workflows/ids.py)."""
     return f"perm_{conversation_id}_{tool_call_id}"
+
+
+def arguments_hash(arguments: Any) -> str:
+    """What a decision binds to: the hash of the canonical JSON of the arguments a person was shown."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 class ToolDef(BaseModel):
@@ -144,6 +153,8 @@ class ApprovalRecord(BaseModel):
     reason: str | None = None
     decided_by: str | None = None
     resolved_at: datetime | None = None
+    decided_args_hash: str | None = Field(default=None, description="the arguments hash the decision carried")
+    decided_via: Door | None = Field(default=None, description="the door the decision came through")
 
 
 class ConversationInput(BaseModel):
@@ -186,6 +197,10 @@ class DecisionInput(_StrictInput):
     decision: Decision
     reason: str | None = None
     decided_by: str | None = None
+    args_hash: str | None = Field(
+        default=None, description="arguments_hash() of what the decider saw; a mismatch is refused as stale"
+    )
+    door: Door | None = Field(default=None, description="ui or cli; None: a raw signal or update")
 
 
 class AutoApproveInput(_StrictInput):

@@ -57,7 +57,8 @@ function deciderName() {
 
 async function decide(approval, decision, reason, buttons) {
   buttons.forEach((b) => (b.disabled = true));
-  const body = { decision };
+  // Bound to the arguments this card shows: if they are no longer the call's, the server refuses it.
+  const body = { decision, args_hash: approval.args_hash };
   if (reason && reason.trim()) body.reason = reason.trim();
   const name = deciderName();
   if (name) body.name = name;

@@ -136,7 +136,10 @@ function outcomeText(approval) {
   if (approval.status === "resolved") {
     const word = DECISION_WORDS[approval.decision] || String(approval.decision);
     const reason = approval.reason ? ` Reason: ${approval.reason}` : "";
-    return `${word} by ${approval.decided_by || "unknown"}, ${when(approval.resolved_at)}.${reason}`;
+    const via = approval.decided_via ? ` via ${approval.decided_via}` : "";
+    const bound = approval.decided_args_hash ? ` on arguments ${approval.decided_args_hash}` : "";
+    const ran = approval.outcome ? ` Outcome: ${approval.outcome}.` : "";
+    return `${word} by ${approval.decided_by || "unknown"}${via}${bound}, ${when(approval.resolved_at)}.${ran}${reason}`;
   }
   const word = DECISION_WORDS[approval.claimed_decision] || String(approval.claimed_decision);
   const by = approval.claimed_by || "unknown";
@@ -178,6 +181,10 @@ export function approvalCard(approval, { showConversation, onDecide }) {
   const label = el("p", "card-label", "Will run with these arguments:");
   card.append(label, argumentsBlock(approval.arguments));
   flagIfHidden(card, label);
+  // The decision carries this hash: arguments that changed since the card was drawn are refused.
+  const hash = el("p", "card-hash", "Arguments hash ");
+  hash.append(el("code", "args-hash", approval.args_hash));
+  card.append(hash);
   const times = el("p", "card-times");
   times.append("Asked ", timeNode(approval.created_at));
   if (approval.expires_at) times.append(el("br"), "Expires ", timeNode(approval.expires_at));

@@ -1,0 +1,62 @@
+"""The audit trail: every approval request and its decision, with the door it came through, the
+arguments hash it was made on, and what happened when the call ran.
+
+The decision's door and hash live in their own small table beside the approval rows (written
+with the resolution, once); the outcome comes from the execution state the tool activity records.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from workflows.models import ApprovalRecord, arguments_hash
+
+
+def write_decision_facts(conn: sqlite3.Connection, record: ApprovalRecord) -> None:
+    """Keep how a decision was made; the first write wins, like the resolution it belongs to."""
+    if record.resolution is None:
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO ui_decision_facts (request_id, decided_via, decided_args_hash) VALUES (?, ?, ?)",
+        (record.request_id, record.decided_via, record.decided_args_hash),
+    )
+
+
+# What became of the call: decided rows that never ran say so; an allowed call's execution state
+# (written by the tool activity) says whether it ran, failed, or may have run (unknown).
+_OUTCOMES = {"done": "ran", "failed": "failed", "unknown": "unknown", "running": "running"}
+
+
+def outcome(decision: str | None, execution_state: str | None) -> str:
+    if decision is None:
+        return "waiting"
+    if decision not in ("allow", "always_allow"):
+        return "not run"
+    if execution_state is None:
+        return "not recorded"
+    return _OUTCOMES.get(execution_state, execution_state)
+
+
+def list_audit(conn: sqlite3.Connection, since: str | None = None) -> list[dict[str, Any]]:
+    """Every request since an ISO time (all when None), oldest first."""
+    sql = (
+        "SELECT a.request_id, a.conversation_id, a.tool_name, a.permission_type, a.details_json, a.created_at,"
+        " a.resolved_at, a.decision, a.decided_by, a.reason, a.execution_state, f.decided_via, f.decided_args_hash"
+        " FROM ui_pending_approvals a LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
+    )
+    params: list[Any] = []
+    if since is not None:
+        sql += " WHERE a.created_at >= ? OR a.resolved_at >= ?"
+        params = [since, since]
+    sql += " ORDER BY a.created_at, a.request_id"
+    rows = []
+    for row in conn.execute(sql, params):
+        item = dict(row)
+        arguments = json.loads(item.pop("details_json")).get("arguments", {})
+        item["arguments"] = arguments
+        item["args_hash"] = arguments_hash(arguments)
+        item["outcome"] = outcome(item["decision"], item["execution_state"])
+        rows.append(item)
+    return rows
