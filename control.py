@@ -16,8 +16,12 @@ from workflows.ids import check_conversation_id
 from workflows.models import (
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
+    SIGNAL_CLOSE,
+    SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
     WORKFLOW_TYPE,
+    AutoApproveInput,
+    CloseInput,
     ConversationInput,
     ConversationState,
     DecisionInput,
@@ -58,6 +62,16 @@ async def start_conversation(
 
 async def send_message(client: Client, conversation_id: str, text: str) -> None:
     await client.get_workflow_handle(conversation_id).signal(SIGNAL_SUBMIT_MESSAGE, MessageInput(text=text))
+
+
+async def close_conversation(client: Client, conversation_id: str) -> None:
+    """End it; its pending approvals resolve as canceled. A finished one raises RPCError NOT_FOUND."""
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_CLOSE, CloseInput())
+
+
+async def set_auto_approve(client: Client, conversation_id: str, enabled: bool) -> None:
+    """Auto-approve mode for one conversation: every ask is allowed, deny rules still apply."""
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SET_AUTO_APPROVE, AutoApproveInput(enabled=enabled))
 
 
 async def send_decision(client: Client, settings: Settings, decision: DecisionInput) -> str:

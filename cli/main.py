@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pending": ("cli.approvals", "pending"),
     "approve": ("cli.approvals", "decide"),
     "deny": ("cli.approvals", "decide"),
+    "close": ("cli.controls", "close"),
+    "auto-approve": ("cli.controls", "auto_approve"),
     "watch": ("cli.watch", "watch"),
     "tools": ("cli.tools", "tools"),
     "ui": ("cli.admin", "ui"),

@@ -82,6 +82,13 @@ def build_parser() -> OneLineParser:
             help="refuse as stale unless the call's arguments still have this hash (shown by `pending`)",
         )
 
+    close = verbs.add_parser("close", help="end a conversation; its waiting approvals are canceled")
+    close.add_argument("conversation", type=text)
+
+    auto = verbs.add_parser("auto-approve", help="switch a conversation's auto-approve mode (deny rules still apply)")
+    auto.add_argument("conversation", type=text)
+    auto.add_argument("mode", choices=["on", "off"])
+
     watch = verbs.add_parser("watch", help="follow a conversation until it idles or waits")
     watch.add_argument("conversation", type=text)
     watch.add_argument("--follow", action="store_true", help="keep following until Ctrl-C")

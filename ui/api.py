@@ -15,7 +15,7 @@ import control
 from projection.claims import DecisionRefused
 from settings import Settings
 from ui import queries
-from ui.bodies import DecisionBody, MessageBody, StartBody, json_body, read_json_body
+from ui.bodies import AutoApproveBody, DecisionBody, MessageBody, StartBody, json_body, read_json_body
 from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
@@ -130,6 +130,31 @@ async def send_message(request: Request, conversation_id: str) -> dict[str, Any]
     except RPCError as err:
         raise rpc_error_to_http(err, conversation_id) from None
     return {"conversation_id": conversation_id, "status": "sent"}
+
+
+@router.post("/conversations/{conversation_id:path}/close", status_code=202)
+async def close_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
+    """Ends the conversation by signal; its waiting approvals resolve as canceled."""
+    _require_id(conversation_id, "conversation")
+    try:
+        await control.close_conversation(await _client(request), conversation_id)
+    except RPCError as err:
+        raise rpc_error_to_http(err, conversation_id) from None
+    return {"conversation_id": conversation_id, "status": "closing"}
+
+
+@router.post(
+    "/conversations/{conversation_id:path}/auto-approve", status_code=202, openapi_extra=json_body(AutoApproveBody)
+)
+async def set_auto_approve(request: Request, conversation_id: str) -> dict[str, Any]:
+    """Switches auto-approve by signal: every ask is allowed while on; deny rules still apply."""
+    _require_id(conversation_id, "conversation")
+    body = await read_json_body(request, AutoApproveBody)
+    try:
+        await control.set_auto_approve(await _client(request), conversation_id, body.enabled)
+    except RPCError as err:
+        raise rpc_error_to_http(err, conversation_id) from None
+    return {"conversation_id": conversation_id, "auto_approve": body.enabled}
 
 
 @router.get("/approvals")

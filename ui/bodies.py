@@ -39,6 +39,10 @@ class StartBody(StrictBody):
         return value if value is None else check_conversation_id(value)
 
 
+class AutoApproveBody(StrictBody):
+    enabled: bool
+
+
 class MessageBody(StrictBody):
     text: str = Field(min_length=1, max_length=100_000)
 

@@ -99,6 +99,7 @@ function renderDetail(detail) {
   const error = $("conversation-error");
   error.hidden = !detail.last_error;
   error.textContent = detail.last_error ? reveal(`The last turn failed: ${detail.last_error}`, true).text : "";
+  renderControls(detail);
   const open = detail.approvals.filter((a) => a.status !== "resolved");
   const decided = detail.approvals.filter((a) => a.status === "resolved");
   syncCards($("conversation-approvals"), open, { showConversation: false });
@@ -112,6 +113,43 @@ function renderDetail(detail) {
     if (!detail.worker_online) items.push(el("li", "message message-offline", "The transcript needs a running worker."));
     $("transcript").replaceChildren(...items);
   }
+}
+
+// The two switches: hidden once the conversation is closed; auto-approve shows the workflow's own
+// setting, so it is only offered while a worker can say what that setting is.
+function renderControls(detail) {
+  $("conversation-controls").hidden = detail.turn_status === "closed";
+  const toggle = $("auto-approve-toggle");
+  toggle.checked = Boolean(detail.auto_approve);
+  toggle.disabled = !detail.worker_online;
+}
+
+async function switchAutoApprove() {
+  const toggle = $("auto-approve-toggle");
+  const path = `/api/conversations/${encodeURIComponent(view.selectedId)}/auto-approve`;
+  const result = await api(path, { json: { enabled: toggle.checked } });
+  if (!result.ok) {
+    toggle.checked = !toggle.checked;
+    return toast(errorMessage(result), true);
+  }
+  toast(toggle.checked ? "auto-approve is on" : "auto-approve is off");
+  refreshSoon(view.selectedId);
+}
+
+// Closing cancels every waiting approval: the first click arms the button, the second closes.
+async function closeConversation() {
+  const button = $("close-button");
+  if (!button.dataset.armed) {
+    button.dataset.armed = "yes";
+    button.textContent = "Click again to close (waiting approvals are canceled)";
+    return;
+  }
+  button.disabled = true;
+  const result = await api(`/api/conversations/${encodeURIComponent(view.selectedId)}/close`, { method: "POST" });
+  button.disabled = false;
+  if (!result.ok) return toast(errorMessage(result), true);
+  toast("conversation closed");
+  refreshSoon(view.selectedId);
 }
 
 async function loadDetail() {
@@ -171,6 +209,8 @@ function route() {
   $("inbox-view").hidden = Boolean(view.selectedId);
   $("conversation-view").hidden = !view.selectedId;
   for (const id of ["conversation-approvals", "decided-cards"]) delete $(id).dataset.key;
+  $("close-button").dataset.armed = "";
+  $("close-button").textContent = "Close conversation";
   if (view.selectedId) {
     $("transcript").replaceChildren();
     loadDetail();
@@ -234,6 +274,8 @@ function main() {
   name.addEventListener("change", () => localStorage.setItem("decider-name", name.value.trim()));
   $("start-form").addEventListener("submit", startConversation);
   $("message-form").addEventListener("submit", sendMessage);
+  $("auto-approve-toggle").addEventListener("change", switchAutoApprove);
+  $("close-button").addEventListener("click", closeConversation);
   window.addEventListener("hashchange", route);
   route();
   follow();
