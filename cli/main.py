@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pending": ("cli.approvals", "pending"),
     "approve": ("cli.approvals", "decide"),
     "deny": ("cli.approvals", "decide"),
+    "audit": ("cli.audit", "audit"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),
     "watch": ("cli.watch", "watch"),

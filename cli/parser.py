@@ -82,6 +82,10 @@ def build_parser() -> OneLineParser:
             help="refuse as stale unless the call's arguments still have this hash (shown by `pending`)",
         )
 
+    audit = verbs.add_parser("audit", help="every approval request and decision: who, via which door, outcome")
+    audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
+    audit.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     close = verbs.add_parser("close", help="end a conversation; its waiting approvals are canceled")
     close.add_argument("conversation", type=text)
 

@@ -8,7 +8,9 @@ with the resolution, once); the outcome comes from the execution state the tool 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from workflows.models import ApprovalRecord, arguments_hash
@@ -60,3 +62,23 @@ def list_audit(conn: sqlite3.Connection, since: str | None = None) -> list[dict[
         item["outcome"] = outcome(item["decision"], item["execution_state"])
         rows.append(item)
     return rows
+
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(text: str, now: datetime | None = None) -> str:
+    """`--since` as stored times compare: a duration back from now (30m, 12h, 7d) or an ISO date or
+    time (UTC unless it says otherwise). Raises ValueError for anything else."""
+    match = _DURATION.match(text.strip())
+    if match:
+        moment = (now or datetime.now(UTC)) - timedelta(**{_UNITS[match[2]]: int(match[1])})
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is neither a duration (30m, 12h, 7d) nor an ISO date or time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()

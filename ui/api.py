@@ -12,11 +12,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
+from projection.audit import parse_since
 from projection.claims import DecisionRefused
 from settings import Settings
 from ui import queries
 from ui.bodies import AutoApproveBody, DecisionBody, MessageBody, StartBody, json_body, read_json_body
-from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable
+from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.compaction import SUMMARY_NAME
@@ -155,6 +156,16 @@ async def set_auto_approve(request: Request, conversation_id: str) -> dict[str, 
     except RPCError as err:
         raise rpc_error_to_http(err, conversation_id) from None
     return {"conversation_id": conversation_id, "auto_approve": body.enabled}
+
+
+@router.get("/audit")
+def audit_trail(request: Request, since: str | None = None) -> list[dict[str, Any]]:
+    """Every request and decision: who, through which door, on which arguments hash, and the outcome."""
+    try:
+        moment = parse_since(since) if since else None
+    except ValueError as err:
+        raise Unprocessable(f"since: {err}") from None
+    return queries.audit_trail(_settings(request), moment)
 
 
 @router.get("/approvals")

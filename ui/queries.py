@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import quote
 
-from projection import reader
+from projection import audit, reader
 from settings import Settings
 
 ApprovalStatus = Literal["pending", "sent", "resolved", "all"]
@@ -65,3 +65,9 @@ def archived(settings: Settings, conversation_id: str) -> list[dict[str, Any]]:
     """Messages compactions took out of the model's transcript, oldest first."""
     with reader.reading(settings.approvals_db) as conn:
         return reader.archived_messages(conn, conversation_id)
+
+
+def audit_trail(settings: Settings, since: str | None) -> list[dict[str, Any]]:
+    """Every request since an ISO time (all when None), oldest first, with its decision's facts."""
+    with reader.reading(settings.approvals_db) as conn:
+        return audit.list_audit(conn, since)

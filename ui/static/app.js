@@ -1,6 +1,7 @@
 // The inbox: loads state from the API, follows /api/events, and sends decisions and messages.
 import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
 import { reveal } from "./visible.js";
+import { auditTable } from "./audit.js";
 
 const $ = (id) => document.getElementById(id);
 const view = {
@@ -178,6 +179,16 @@ async function refreshLists() {
   const [conversations, pending] = await Promise.all([api("/api/conversations"), api("/api/approvals?status=pending")]);
   if (conversations.ok) renderConversations(conversations.body);
   if (pending.ok) renderInbox(pending.body);
+  if ($("audit").open) loadAudit();
+}
+
+// Decided requests, newest first; read only while the audit section is open.
+async function loadAudit() {
+  const result = await api("/api/audit");
+  if (!result.ok) return toast(errorMessage(result), true);
+  const decided = result.body.filter((row) => row.decision).reverse();
+  $("audit-rows").replaceChildren(auditTable(decided));
+  $("audit-empty").hidden = decided.length > 0;
 }
 
 function refreshSoon(conversationId) {
@@ -276,6 +287,7 @@ function main() {
   $("message-form").addEventListener("submit", sendMessage);
   $("auto-approve-toggle").addEventListener("change", switchAutoApprove);
   $("close-button").addEventListener("click", closeConversation);
+  $("audit").addEventListener("toggle", () => $("audit").open && loadAudit());
   window.addEventListener("hashchange", route);
   route();
   follow();
