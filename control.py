@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from projection.claims import DecisionRefused, claim_decision, release_claim
 from settings import Settings
@@ -30,6 +31,8 @@ from workflows.models import (
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 QUERY_TIMEOUT = timedelta(seconds=5)
+ERROR_CONVERSATION_CLOSED = "ConversationClosed"
+ERROR_UNDELIVERED = "Undelivered"
 
 
 def new_conversation_id() -> str:
@@ -93,6 +96,34 @@ async def send_decision(client: Client, settings: Settings, decision: DecisionIn
         release_claim(settings.approvals_db, decision.request_id)
         raise
     return claimed.conversation_id
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One call of a batch: sent (error_type None) or refused, with why."""
+
+    request_id: str
+    conversation_id: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+
+
+async def send_batch(client: Client, settings: Settings, decisions: list[DecisionInput]) -> list[BatchResult]:
+    """Each decision on its own, in order: one refused or undeliverable call does not stop the others,
+    and every call gets exactly one result."""
+    results = []
+    for decision in decisions:
+        try:
+            conversation_id = await send_decision(client, settings, decision)
+        except DecisionRefused as err:
+            results.append(BatchResult(decision.request_id, None, err.error_type, str(err)))
+        except RPCError as err:
+            # NOT_FOUND: the conversation has ended; anything else: Temporal could not take it now.
+            kind = ERROR_CONVERSATION_CLOSED if err.status == RPCStatusCode.NOT_FOUND else ERROR_UNDELIVERED
+            results.append(BatchResult(decision.request_id, None, kind, f"{decision.request_id}: {err.message}"))
+        else:
+            results.append(BatchResult(decision.request_id, conversation_id))
+    return results
 
 
 async def get_state(client: Client, conversation_id: str, timeout: timedelta = QUERY_TIMEOUT) -> ConversationState:

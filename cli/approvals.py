@@ -13,7 +13,7 @@ import getpass
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, refused
+from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, refused
 from cli.output import note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
@@ -101,12 +101,13 @@ def decide(args: argparse.Namespace, session: Session) -> int:
     todo = [row for rid, row in rows.items() if rid not in refusals and row is not None]
     import asyncio
 
-    if todo:
-        refusals.update(asyncio.run(_send_all(args, session, todo)))
+    failures = asyncio.run(_send_all(args, session, todo, refusals)) if todo else {}
     for request_id in ids:
-        if request_id in refusals:
-            print(f"error: {shown(refusals[request_id])}", file=sys.stderr)
-    return EXIT_REFUSED if refusals else EXIT_OK
+        why = refusals.get(request_id) or failures.get(request_id)
+        if why is not None:
+            print(f"error: {shown(why)}", file=sys.stderr)
+    # Refused (unknown, decided, stale, ended) is 3; could not reach Temporal for some is 1.
+    return EXIT_REFUSED if refusals else (EXIT_FAILED if failures else EXIT_OK)
 
 
 _VERBS = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}
@@ -116,38 +117,36 @@ def _decision(args: argparse.Namespace) -> Decision:
     return "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
 
 
-async def _send_all(args: argparse.Namespace, session: Session, rows: list[dict[str, Any]]) -> dict[str, str]:
-    """Send each decision in turn; returns the refused ones with why."""
-    from control import send_decision
-    from projection.claims import DecisionRefused
+async def _send_all(
+    args: argparse.Namespace, session: Session, rows: list[dict[str, Any]], refusals: dict[str, str]
+) -> dict[str, str]:
+    """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
+    from control import ERROR_UNDELIVERED, send_batch
     from workflows.models import DecisionInput
 
     decision = _decision(args)
     client = await session.client()
     decided_by = args.decided_by or getpass.getuser()
-    refusals: dict[str, str] = {}
-    for row in rows:
-        request_id = row["request_id"]
-        # Bound to the arguments this command read and prints (or to the hash the person gave).
-        request = DecisionInput(
-            request_id=request_id,
+    # Each bound to the arguments this command read and prints (or to the hash the person gave).
+    requests = [
+        DecisionInput(
+            request_id=row["request_id"],
             decision=decision,
             reason=args.reason,
             decided_by=decided_by,
             args_hash=args.args_hash or row["args_hash"],
             door="cli",
         )
-        try:
-            await rpc(send_decision(client, session.settings, request), f"sending the decision on {request_id}")
-        except DecisionRefused as err:
-            refusals[request_id] = str(err)
-            continue
-        except CliError as err:
-            if len(rows) == 1:
-                raise
-            refusals[request_id] = str(err)
+        for row in rows
+    ]
+    results = await rpc(send_batch(client, session.settings, requests), "sending the decisions")
+    failures: dict[str, str] = {}
+    for row, request, result in zip(rows, requests, results, strict=True):
+        if result.error_type is not None:
+            into = failures if result.error_type == ERROR_UNDELIVERED else refusals
+            into[row["request_id"]] = result.message or result.error_type
             continue
         print(f"{_VERBS[decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
-        where = f"request {request_id} in conversation {row['conversation_id']}, decided by {decided_by}"
+        where = f"request {row['request_id']} in conversation {row['conversation_id']}, decided by {decided_by}"
         print(f"  {shown(where)} (arguments {request.args_hash})")
-    return refusals
+    return failures

@@ -16,7 +16,15 @@ from projection.audit import parse_since
 from projection.claims import DecisionRefused
 from settings import Settings
 from ui import queries
-from ui.bodies import AutoApproveBody, DecisionBody, MessageBody, StartBody, json_body, read_json_body
+from ui.bodies import (
+    AutoApproveBody,
+    BatchDecisionBody,
+    DecisionBody,
+    MessageBody,
+    StartBody,
+    json_body,
+    read_json_body,
+)
 from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
 from ui.security import require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
@@ -173,6 +181,37 @@ def list_approvals(
     request: Request, status: queries.ApprovalStatus = "pending", conversation_id: str | None = None
 ) -> list[dict]:
     return queries.approvals(_settings(request), status, conversation_id)
+
+
+@router.post("/approvals/decisions", openapi_extra=json_body(BatchDecisionBody))
+async def decide_batch(request: Request) -> dict[str, Any]:
+    """Several calls in one action: each gets its own claim and signal, and its own result; a refused
+    call (unknown, decided, stale) does not stop the others."""
+    body = await read_json_body(request, BatchDecisionBody)
+    decisions = [
+        DecisionInput(
+            request_id=item.request_id,
+            decision=body.decision,
+            reason=body.reason or None,
+            decided_by=body.name or "web",
+            args_hash=item.args_hash,
+            door="ui",
+        )
+        for item in body.items
+    ]
+    results = await control.send_batch(await _client(request), _settings(request), decisions)
+    return {
+        "decision": body.decision,
+        "results": [
+            {
+                "request_id": r.request_id,
+                "conversation_id": r.conversation_id,
+                "status": "sent" if r.error_type is None else "refused",
+                "error": None if r.error_type is None else {"type": r.error_type, "message": r.message},
+            }
+            for r in results
+        ],
+    }
 
 
 @router.get("/approvals/{request_id:path}")

@@ -29,6 +29,20 @@ class DecisionBody(StrictBody):
     )
 
 
+class BatchItem(StrictBody):
+    request_id: str = Field(min_length=1, max_length=1000)
+    args_hash: str | None = Field(default=None, max_length=64, description="the arguments hash the card showed")
+
+
+class BatchDecisionBody(StrictBody):
+    """One decision for several calls: each still gets its own decision, and its own result."""
+
+    decision: Decision
+    items: list[BatchItem] = Field(min_length=1, max_length=100)
+    reason: str | None = Field(default=None, max_length=2000)
+    name: str | None = Field(default=None, min_length=1, max_length=100, description="who decides; default web")
+
+
 class StartBody(StrictBody):
     message: str = Field(min_length=1, max_length=100_000)
     conversation_id: str | None = Field(default=None, description=CONVERSATION_ID_RULE)

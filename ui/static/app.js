@@ -2,6 +2,7 @@
 import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
 import { reveal } from "./visible.js";
 import { auditTable } from "./audit.js";
+import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 
 const $ = (id) => document.getElementById(id);
 const view = {
@@ -80,7 +81,8 @@ function renderConversations(conversations) {
 }
 
 function renderInbox(pending) {
-  syncCards($("inbox-cards"), pending, { showConversation: true });
+  syncCards($("inbox-cards"), pending, { showConversation: true, selection: selectionBox });
+  keepWaiting(pending);
   $("inbox-empty").hidden = pending.length > 0;
   const total = $("pending-total");
   total.hidden = pending.length === 0;
@@ -286,6 +288,7 @@ function main() {
   $("start-form").addEventListener("submit", startConversation);
   $("message-form").addEventListener("submit", sendMessage);
   $("auto-approve-toggle").addEventListener("change", switchAutoApprove);
+  setupBatch({ api, toast, errorMessage, deciderName, refresh: () => refreshSoon() });
   $("close-button").addEventListener("click", closeConversation);
   $("audit").addEventListener("toggle", () => $("audit").open && loadAudit());
   window.addEventListener("hashchange", route);

@@ -161,7 +161,7 @@ function toolOrigin(tool) {
 }
 
 // onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
-export function approvalCard(approval, { showConversation, onDecide }) {
+export function approvalCard(approval, { showConversation, onDecide, selection }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -194,6 +194,7 @@ export function approvalCard(approval, { showConversation, onDecide }) {
     card.append(shownEl("p", outcome, outcomeText(approval), true));
     return card;
   }
+  if (selection) card.append(selection(approval));
   const reasonId = "reason-" + approval.request_id;
   const reasonLabel = el("label", "reason-label", "Reason (optional, the model reads it)");
   reasonLabel.htmlFor = reasonId;
