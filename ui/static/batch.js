@@ -14,6 +14,7 @@ export function setupBatch(options) {
   $("batch-deny").addEventListener("click", () => send("deny"));
   $("batch-clear").addEventListener("click", () => {
     selected.clear();
+    lastResults = null;
     for (const box of document.querySelectorAll(".batch-select")) box.checked = false;
     render();
   });
@@ -53,7 +54,11 @@ function render() {
   const results = selected.size === 0 ? lastResults : null;
   const bar = $("batch-bar");
   bar.hidden = selected.size === 0 && !results;
-  $("batch-count").textContent = `${selected.size} call${selected.size === 1 ? "" : "s"} selected`;
+  const sent = results ? results.filter((r) => r.status === "sent").length : 0;
+  $("batch-count").textContent = results
+    ? `Last batch: ${sent} sent, ${results.length - sent} refused`
+    : `${selected.size} call${selected.size === 1 ? "" : "s"} selected`;
+  for (const id of ["batch-allow", "batch-deny"]) $(id).hidden = Boolean(results);
   $("batch-allow").textContent = `Allow these ${selected.size}`;
   $("batch-deny").textContent = `Deny these ${selected.size}`;
   for (const id of ["batch-allow", "batch-deny"]) $(id).disabled = selected.size === 0;
