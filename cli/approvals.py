@@ -9,7 +9,6 @@ which keeps it even while no worker runs.
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -121,12 +120,13 @@ async def _send_all(
     args: argparse.Namespace, session: Session, rows: list[dict[str, Any]], refusals: dict[str, str]
 ) -> dict[str, str]:
     """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
+    from cli.users import who_decides
     from control import ERROR_UNDELIVERED, send_batch
     from workflows.models import DecisionInput
 
     decision = _decision(args)
+    decided_by, groups, how = who_decides(args, session)
     client = await session.client()
-    decided_by = args.decided_by or getpass.getuser()
     # Each bound to the arguments this command read and prints (or to the hash the person gave).
     requests = [
         DecisionInput(
@@ -136,6 +136,8 @@ async def _send_all(
             decided_by=decided_by,
             args_hash=args.args_hash or row["args_hash"],
             door="cli",
+            principal=decided_by,
+            groups=groups,
         )
         for row in rows
     ]
@@ -147,6 +149,9 @@ async def _send_all(
             into[row["request_id"]] = result.message or result.error_type
             continue
         print(f"{_VERBS[decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
-        where = f"request {row['request_id']} in conversation {row['conversation_id']}, decided by {decided_by}"
+        where = (
+            f"request {row['request_id']} in conversation {row['conversation_id']},"
+            f" decided by {decided_by} ({how}; groups: {', '.join(groups) or 'none'})"
+        )
         print(f"  {shown(where)} (arguments {request.args_hash})")
     return failures

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("cli.approvals", "decide"),
     "deny": ("cli.approvals", "decide"),
     "audit": ("cli.audit", "audit"),
+    "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),
     "watch": ("cli.watch", "watch"),

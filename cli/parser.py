@@ -86,6 +86,16 @@ def build_parser() -> OneLineParser:
     audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
     audit.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
+    people = verbs.add_parser("users", help="the people who approve: personal tokens and groups")
+    actions = people.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="add a person; prints their token once")
+    add.add_argument("name", type=text)
+    add.add_argument("--group", dest="groups", action="append", type=text, help="a group (repeat for several)")
+    remove = actions.add_parser("remove", help="remove a person; their token stops working")
+    remove.add_argument("name", type=text)
+    listing_users = actions.add_parser("list", help="every person and their groups")
+    listing_users.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     close = verbs.add_parser("close", help="end a conversation; its waiting approvals are canceled")
     close.add_argument("conversation", type=text)
 

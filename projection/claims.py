@@ -15,8 +15,10 @@ from pathlib import Path
 
 from projection.db import connect_writer
 from projection.writes import now_iso
+from workflows.approvers import approver_refusal, may_decide
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_NOT_AN_APPROVER,
     ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
     DecisionInput,
@@ -65,6 +67,11 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
         if stale is not None:
             conn.execute("ROLLBACK")
             raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
+        approvers = json.loads(row["details_json"]).get("approvers")
+        if not may_decide(approvers, decision.principal, decision.groups):
+            conn.execute("ROLLBACK")
+            why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups)
+            raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
         try:
             conn.execute(
                 "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"

@@ -67,6 +67,14 @@ CREATE TABLE IF NOT EXISTS ui_decision_facts (
     decided_via TEXT,
     decided_args_hash TEXT
 );
+CREATE TABLE IF NOT EXISTS ui_users (
+    name TEXT PRIMARY KEY,
+    token_id TEXT NOT NULL UNIQUE,
+    groups_json TEXT NOT NULL,
+    salt TEXT NOT NULL,
+    token_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ui_sessions (
     session_hash TEXT PRIMARY KEY,
     expires_at INTEGER NOT NULL

@@ -67,6 +67,7 @@ def _approval(row: sqlite3.Row) -> dict[str, Any]:
     # What a decision on this row binds to: a decider sends it back, and other arguments are refused.
     item["args_hash"] = arguments_hash(item["arguments"])
     item["outcome"] = outcome(item["decision"], item["execution_state"])
+    item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")

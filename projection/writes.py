@@ -56,7 +56,10 @@ def _details(record: ApprovalRecord) -> str:
         "changed": record.tool_changed,
         "annotations": record.annotations,
     }
-    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}, sort_keys=True)
+    details = {"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}
+    if record.approvers is not None:
+        details["approvers"] = record.approvers
+    return json.dumps(details, sort_keys=True)
 
 
 def write_approval_requested(conn: sqlite3.Connection, payload: ApprovalRequestedProjection) -> None:

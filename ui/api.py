@@ -25,11 +25,11 @@ from ui.bodies import (
     json_body,
     read_json_body,
 )
-from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
-from ui.security import require_same_origin, require_token
+from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.security import principal_of, require_same_origin, require_token
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.compaction import SUMMARY_NAME
-from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
+from workflows.models import ERROR_NOT_AN_APPROVER, ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
 # Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes
@@ -52,7 +52,11 @@ def _require_id(value: str, what: str) -> None:
 @router.get("/session")
 def session(request: Request) -> dict[str, Any]:
     """What the page needs to know about itself: whether a token guards it (then it offers to log out)."""
-    return {"token_required": _settings(request).ui_token is not None}
+    principal = principal_of(request)
+    return {
+        "token_required": _settings(request).ui_token is not None,
+        "principal": None if principal is None else {"name": principal.name, "groups": principal.groups},
+    }
 
 
 @router.get("/conversations")
@@ -193,9 +197,9 @@ async def decide_batch(request: Request) -> dict[str, Any]:
             request_id=item.request_id,
             decision=body.decision,
             reason=body.reason or None,
-            decided_by=body.name or "web",
             args_hash=item.args_hash,
             door="ui",
+            **_identity(request, body.name),
         )
         for item in body.items
     ]
@@ -235,9 +239,9 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
         request_id=request_id,
         decision=body.decision,
         reason=body.reason or None,
-        decided_by=body.name or "web",
         args_hash=body.args_hash,
         door="ui",
+        **_identity(request, body.name),
     )
     client = await _client(request)
     try:
@@ -256,7 +260,18 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     )
 
 
+def _identity(request: Request, name: str | None) -> dict[str, Any]:
+    """Who decides: a person's own token names them (a typed name is ignored); otherwise the typed
+    name, or `web`, with no verified principal (enough only for calls no approver rule covers)."""
+    principal = principal_of(request)
+    if principal is None:
+        return {"decided_by": name or "web"}
+    return {"decided_by": principal.name, "principal": principal.name, "groups": principal.groups}
+
+
 def _refusal(err: DecisionRefused, settings: Settings, request_id: str) -> HttpError:
     if err.error_type == ERROR_UNKNOWN_APPROVAL:
         return NotFound(str(err), error_type=err.error_type)
+    if err.error_type == ERROR_NOT_AN_APPROVER:
+        return Forbidden(str(err), error_type=err.error_type)
     return Conflict(str(err), error_type=err.error_type, extra={"approval": queries.approval(settings, request_id)})

@@ -23,6 +23,7 @@ from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from projection.sessions import session_is_open
+from projection.users import Principal, verify_token
 from ui.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "approvals_ui_session"
@@ -95,12 +96,25 @@ def token_matches(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
+def _bearer(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+def principal_of(request: Request) -> Principal | None:
+    """The person whose own token (`starter.py users add`) the request carries; None otherwise."""
+    bearer = _bearer(request)
+    if not bearer:
+        return None
+    return verify_token(request.app.state.settings.approvals_db, bearer)
+
+
 def is_authenticated(request: Request) -> bool:
     token: str | None = request.app.state.settings.ui_token
-    if token is None:
+    if token is None or principal_of(request) is not None:
         return True
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token_matches(credentials.strip(), token):
+    bearer = _bearer(request)
+    if bearer is not None and token_matches(bearer, token):
         return True
     cookie = request.cookies.get(SESSION_COOKIE, "")
     if not cookie or len(cookie) > MAX_SESSION_ID:

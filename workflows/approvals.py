@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from workflows.approvers import approver_refusal, may_decide
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_NOT_AN_APPROVER,
     ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
     ApprovalRecord,
@@ -56,7 +58,13 @@ class ApprovalBook:
         current = {rid: rec.resolution for rid, rec in self._records.items() if rec.resolution is not None}
         return {**self._carried, **current}
 
-    def refusal(self, request_id: str, args_hash: str | None = None) -> tuple[str, str] | None:
+    def refusal(
+        self,
+        request_id: str,
+        args_hash: str | None = None,
+        principal: str | None = None,
+        groups: list[str] | None = None,
+    ) -> tuple[str, str] | None:
         """Why a decision for request_id must be refused, or None when it may be applied. A decision
         that carries an arguments hash binds to those arguments: any other hash is stale."""
         record = self._records.get(request_id)
@@ -70,6 +78,8 @@ class ApprovalBook:
                     ERROR_STALE_APPROVAL,
                     f"approval {request_id} is stale: decided on arguments hash {args_hash}, the call's is {current}",
                 )
+            if not may_decide(record.approvers, principal, groups or []):
+                return ERROR_NOT_AN_APPROVER, approver_refusal(request_id, record.approvers, principal, groups or [])
             return None
         if not request_id.startswith(request_id_for(self._conversation_id, "")):
             return (
@@ -89,7 +99,9 @@ class ApprovalBook:
             if record.tool_hash is not None:
                 self.always_allow_hashes[record.tool_name] = record.tool_hash
             for sibling in self.pending():
-                if sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash:
+                same_tool = sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash
+                # A sibling someone else must approve keeps waiting for them.
+                if same_tool and may_decide(sibling.approvers, decision.principal, decision.groups):
                     reason = f"always allowed with {record.request_id}"
                     self._resolve(sibling, "allow", reason, decision.decided_by, now)
                     sibling.decided_via = decision.door or "signal"

@@ -25,6 +25,7 @@ ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
 ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
 ERROR_STALE_APPROVAL = "StaleApproval"
+ERROR_NOT_AN_APPROVER = "NotAnApprover"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow"]
@@ -125,11 +126,19 @@ class ContextAnchor(BaseModel):
     tokens: int
 
 
+class ApproverRule(BaseModel):
+    """Who may decide the calls a rule matches: names and `group:NAME` entries."""
+
+    match: list[str] = Field(description="rules in the allow/ask/deny syntax: tool or tool(glob)")
+    approvers: list[str]
+
+
 class PolicyRules(BaseModel):
     mode: Literal["default", "auto_approve"] = "default"
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    approvers: list[ApproverRule] = Field(default_factory=list)
 
 
 class ApprovalRecord(BaseModel):
@@ -155,6 +164,7 @@ class ApprovalRecord(BaseModel):
     resolved_at: datetime | None = None
     decided_args_hash: str | None = Field(default=None, description="the arguments hash the decision carried")
     decided_via: Door | None = Field(default=None, description="the door the decision came through")
+    approvers: list[str] | None = Field(default=None, description="who may decide it; None: anyone")
 
 
 class ConversationInput(BaseModel):
@@ -201,6 +211,8 @@ class DecisionInput(_StrictInput):
         default=None, description="arguments_hash() of what the decider saw; a mismatch is refused as stale"
     )
     door: Door | None = Field(default=None, description="ui or cli; None: a raw signal or update")
+    principal: str | None = Field(default=None, description="the person the door verified")
+    groups: list[str] = Field(default_factory=list, description="the principal's groups, as the door knows them")
 
 
 class AutoApproveInput(_StrictInput):

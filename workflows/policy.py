@@ -62,7 +62,7 @@ def shell_segments(command: str) -> list[str]:
 
 
 def validate_rules(rules: PolicyRules) -> PolicyRules:
-    for text in (*rules.allow, *rules.ask, *rules.deny):
+    for text in (*rules.allow, *rules.ask, *rules.deny, *(text for r in rules.approvers for text in r.match)):
         Rule.parse(text)
     return rules
 

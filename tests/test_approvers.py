@@ -1,0 +1,139 @@
+"""Who may approve what: approver rules in the policy file, people with their own tokens, enforced
+at the API (403), the CLI (exit 3) and again in the workflow, where a raw signal or update carrying
+a principal the rules do not allow changes nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from control import start_conversation
+from projection.users import add_user, verify_token
+from settings import Settings
+from tests.conftest import HistoryRecorder
+from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.processes import run_cli
+from tests.scripts import ScriptedModel, calls_then_summary
+from tests.stack import one_line
+from tests.ui_fixtures import api_client
+from worker import build_worker
+from workflows.approvers import approvers_for, may_decide
+from workflows.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput, DecisionResult, PolicyRules
+from workflows.tool_specs import TOOL_SPECS
+
+POLICY = """
+ask = ["write_file", "run_shell"]
+deny = ["run_shell(sudo *)"]
+
+[[approvers]]
+match = ["run_shell(kubectl *)", "write_file(deploy/**)"]
+approvers = ["group:sre", "alice"]
+"""
+
+
+def test_rules_name_people_and_groups_and_match_any_part_of_a_shell_command() -> None:
+    rules = PolicyRules.model_validate(
+        {"approvers": [{"match": ["run_shell(kubectl *)"], "approvers": ["group:sre", "alice"]}]}
+    )
+    shell = TOOL_SPECS["run_shell"]
+    assert approvers_for(rules, shell, {"command": "kubectl apply -f x"}) == ["group:sre", "alice"]
+    assert approvers_for(rules, shell, {"command": "ls; kubectl delete pod x"}) == ["group:sre", "alice"]
+    assert approvers_for(rules, shell, {"command": "ls"}) is None
+    assert may_decide(None, None, [])
+    assert may_decide(["group:sre", "alice"], "alice", [])
+    assert may_decide(["group:sre", "alice"], "sam", ["sre"])
+    assert not may_decide(["group:sre", "alice"], "olly", ["dev"])
+    assert not may_decide(["group:sre", "alice"], None, ["sre"])
+
+
+def test_a_token_is_stored_only_as_a_salted_hash(settings: Settings) -> None:
+    token = add_user(settings.approvals_db, "sam", ["sre"])
+    [stored] = rows(settings.approvals_db, "SELECT * FROM ui_users")
+    assert token not in json.dumps(stored) and token.split("-")[2] not in json.dumps(stored)
+    assert verify_token(settings.approvals_db, token).name == "sam"  # type: ignore[union-attr]
+    assert verify_token(settings.approvals_db, token[:-1] + ("0" if token[-1] != "0" else "1")) is None
+    assert verify_token(settings.approvals_db, "apr-nothing-here") is None
+
+
+@pytest.fixture
+def gated(settings: Settings, tmp_path: Path) -> Settings:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    return replace(settings, policy_file=str(policy))
+
+
+async def test_only_named_approvers_decide_at_every_door_and_in_the_workflow(
+    client: Client, gated: Settings, model: ScriptedModel, histories: HistoryRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = gated
+    caplog.set_level(logging.WARNING)
+    model.behaviour = calls_then_summary(
+        ("c1", "run_shell", {"command": "kubectl version > one.txt"}),
+        ("c2", "run_shell", {"command": "kubectl version > two.txt"}),
+        ("c3", "write_file", {"path": "notes.txt", "content": "anyone may"}),
+    )
+    added = await run_cli(settings, client, "users", "add", "sam", "--group", "sre")
+    assert added.returncode == 0, added.stderr
+    sam_token = added.stdout.strip()
+    olly_token = add_user(settings.approvals_db, "olly", ["dev"])
+    again = await run_cli(settings, client, "users", "add", "sam")
+    assert again.returncode == 3 and "already a user" in one_line(again.stderr)
+    listed = await run_cli(settings, client, "users", "list", "--json")
+    assert [(u["name"], u["groups"]) for u in json.loads(listed.stdout)] == [("olly", ["dev"]), ("sam", ["sre"])]
+    assert sam_token not in listed.stdout
+
+    async with build_worker(client, settings), api_client(settings, client) as http:
+        cid = histories.track(await start_conversation(client, settings, "deploy"))
+        await wait_pending(settings.approvals_db, cid, 3)
+        c1, c2, c3 = (f"perm_{cid}_{call}" for call in ("c1", "c2", "c3"))
+        card = (await http.get(f"/api/approvals/{c1}")).json()
+        assert card["approvers"] == ["group:sre", "alice"]
+        assert (await http.get(f"/api/approvals/{c3}")).json()["approvers"] is None
+
+        def as_(token: str) -> dict[str, str]:
+            return {"Authorization": f"Bearer {token}"}
+
+        me = (await http.get("/api/session", headers=as_(olly_token))).json()
+        assert me["principal"] == {"name": "olly", "groups": ["dev"]}
+        allow = {"decision": "allow"}
+        forbidden = await http.post(f"/api/approvals/{c1}/decision", json=allow, headers=as_(olly_token))
+        assert forbidden.status_code == 403 and forbidden.json()["error"]["type"] == "NotAnApprover"
+        anonymous = await http.post(f"/api/approvals/{c1}/decision", json={"decision": "allow", "name": "alice"})
+        assert anonymous.status_code == 403, "a typed name is not a verified principal"
+        assert rows(settings.approvals_db, "SELECT * FROM ui_decision_claims") == []
+
+        handle = client.get_workflow_handle(cid)
+        with pytest.raises(WorkflowUpdateFailedError) as failure:
+            raw = DecisionInput(request_id=c1, decision="allow", principal="olly", groups=["dev"])
+            await handle.execute_update(UPDATE_DECIDE, raw, result_type=DecisionResult)
+        assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == "NotAnApprover"
+        # Raw signals the rules do not allow are ignored: the deny below would otherwise win.
+        await handle.signal(SIGNAL_APPROVAL_DECISION, DecisionInput(request_id=c1, decision="deny", principal="eve"))
+        await handle.signal(SIGNAL_APPROVAL_DECISION, DecisionInput(request_id=c1, decision="deny"))
+
+        allowed = await http.post(f"/api/approvals/{c1}/decision", json=allow, headers=as_(sam_token))
+        assert allowed.status_code == 200, allowed.text
+
+        bob = await run_cli(settings, client, "approve", c2, "--as", "bob")
+        assert bob.returncode == 3 and "may not decide" in one_line(bob.stderr)
+        bad_token = await run_cli(settings, client, "approve", c2, env_extra={"APPROVER_TOKEN": "apr-x-y"})
+        assert bad_token.returncode == 2
+        by_token = await run_cli(settings, client, "approve", c2, env_extra={"APPROVER_TOKEN": sam_token})
+        assert by_token.returncode == 0, by_token.stderr
+        assert "decided by sam (APPROVER_TOKEN; groups: sre)" in by_token.stdout
+        anyone = await run_cli(settings, client, "approve", c3)
+        assert anyone.returncode == 0, anyone.stderr
+        await wait_status(client, cid, "idle")
+
+    assert [approval_row(settings.approvals_db, r)["decided_by"] for r in (c1, c2)] == ["sam", "sam"]
+    assert [approval_row(settings.approvals_db, r)["decision"] for r in (c1, c2, c3)] == ["allow"] * 3
+    assert (settings.workspace_dir / "one.txt").exists() and (settings.workspace_dir / "two.txt").exists()
+    ignored = [r.getMessage() for r in caplog.records if "decision ignored" in r.getMessage()]
+    assert any("eve" in m and "may not decide" in m for m in ignored)
+    assert any("no verified principal" in m for m in ignored)

@@ -1,0 +1,42 @@
+"""Who may decide a call: the approver rules of the policy, matched like allow/ask/deny rules.
+
+Pure workflow code. A request records its approvers when it is opened, so the doors (reading the
+projection) and the workflow (reading its own record) judge a decision by the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflows.models import PolicyRules, ToolDef
+from workflows.policy import Rule, shell_segments
+from workflows.tool_registry import main_argument_text
+
+
+def approvers_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> list[str] | None:
+    """Everyone any matching rule names (in rule order, once each); None when no rule matches. Like
+    a deny, a rule matches a compound shell command when it matches any of its parts."""
+    argument = main_argument_text(tool, arguments)
+    candidates = [argument, *shell_segments(argument)] if tool.splitter == "shell" else [argument]
+    named: list[str] = []
+    matched = False
+    for rule in rules.approvers:
+        parsed = [Rule.parse(text) for text in rule.match]
+        if any(r.matches(tool.name, value) for r in parsed for value in candidates):
+            matched = True
+            named.extend(name for name in rule.approvers if name not in named)
+    return named if matched else None
+
+
+def may_decide(approvers: list[str] | None, principal: str | None, groups: list[str]) -> bool:
+    """A name on the list, or a member of a `group:NAME` on it; anyone when no rule applies."""
+    if approvers is None:
+        return True
+    if principal is None:
+        return False
+    return principal in approvers or any(f"group:{group}" in approvers for group in groups)
+
+
+def approver_refusal(request_id: str, approvers: list[str] | None, principal: str | None, groups: list[str]) -> str:
+    who = "a decision with no verified principal" if principal is None else f"{principal} (groups {groups or 'none'})"
+    return f"{who} may not decide {request_id}: only {', '.join(approvers or [])}"
