@@ -75,6 +75,10 @@ CREATE TABLE IF NOT EXISTS ui_users (
     token_hash TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ui_session_people (
+    session_hash TEXT PRIMARY KEY,
+    name TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ui_sessions (
     session_hash TEXT PRIMARY KEY,
     expires_at INTEGER NOT NULL

@@ -81,3 +81,22 @@ def verify_token(db_path: Path, token: str) -> Principal | None:
     if row is None or not hmac.compare_digest(_hash(row["salt"], secret), row["token_hash"]):
         return None
     return Principal(row["name"], list(json.loads(row["groups_json"])))
+
+
+def bind_session(db_path: Path, session_hash: str, name: str) -> None:
+    """The person a login session belongs to (the session itself is in projection/sessions.py)."""
+    with Writer(db_path).transaction() as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO ui_session_people (session_hash, name) VALUES (?, ?)", (session_hash, name)
+        )
+
+
+def session_person(db_path: Path, session_hash: str) -> Principal | None:
+    """The person of an open session, with their current groups; None once they were removed."""
+    with reading(db_path) as conn:
+        row = conn.execute(
+            "SELECT u.name, u.groups_json FROM ui_session_people p JOIN ui_users u ON u.name = p.name"
+            " WHERE p.session_hash = ?",
+            (session_hash,),
+        ).fetchone()
+    return None if row is None else Principal(row["name"], list(json.loads(row["groups_json"])))

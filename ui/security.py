@@ -23,7 +23,7 @@ from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from projection.sessions import session_is_open
-from projection.users import Principal, verify_token
+from projection.users import Principal, session_person, verify_token
 from ui.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "approvals_ui_session"
@@ -102,11 +102,19 @@ def _bearer(request: Request) -> str | None:
 
 
 def principal_of(request: Request) -> Principal | None:
-    """The person whose own token (`starter.py users add`) the request carries; None otherwise."""
+    """The person whose own token (`starter.py users add`) the request carries, or who logged in
+    with it (an open session bound to them); None otherwise."""
+    settings = request.app.state.settings
     bearer = _bearer(request)
-    if not bearer:
+    if bearer:
+        return verify_token(settings.approvals_db, bearer)
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    if settings.ui_token is None or not cookie or len(cookie) > MAX_SESSION_ID:
         return None
-    return verify_token(request.app.state.settings.approvals_db, bearer)
+    record = session_record(settings.ui_token, cookie)
+    if not session_is_open(settings.approvals_db, record):
+        return None
+    return session_person(settings.approvals_db, record)
 
 
 def is_authenticated(request: Request) -> bool:

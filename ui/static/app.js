@@ -12,6 +12,7 @@ const view = {
   detailLoading: false,
   detailAgain: false,
   refreshTimer: null,
+  principal: null,
 };
 
 async function api(path, options = {}) {
@@ -49,7 +50,8 @@ function syncCards(container, approvals, options) {
   const key = approvals.map((a) => `${a.request_id}:${a.status}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  container.replaceChildren(...approvals.map((a) => approvalCard(a, { ...options, onDecide: decide })));
+  const shared = { ...options, onDecide: decide, principal: view.principal };
+  container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
 }
 
 function deciderName() {
@@ -281,6 +283,17 @@ async function sendMessage(submit) {
   refreshSoon(view.selectedId);
 }
 
+// A person logged in with their own token decides as themselves: no "Deciding as" field.
+function showSession(session) {
+  $("logout-form").hidden = !session.token_required;
+  view.principal = session.principal;
+  if (!session.principal) return;
+  $("decider-label").hidden = true;
+  const groups = session.principal.groups.join(", ") || "no groups";
+  $("signed-in").textContent = reveal(`Signed in as ${session.principal.name} (${groups})`).text;
+  $("signed-in").hidden = false;
+}
+
 function main() {
   const name = $("decider-name");
   name.value = localStorage.getItem("decider-name") || "";
@@ -292,10 +305,11 @@ function main() {
   $("close-button").addEventListener("click", closeConversation);
   $("audit").addEventListener("toggle", () => $("audit").open && loadAudit());
   window.addEventListener("hashchange", route);
-  route();
-  follow();
+  // Who you are comes first: the cards offer their buttons only to those who may decide.
   api("/api/session").then((result) => {
-    if (result.ok) $("logout-form").hidden = !result.body.token_required;
+    if (result.ok) showSession(result.body);
+    route();
+    follow();
   });
 }
 

@@ -161,7 +161,14 @@ function toolOrigin(tool) {
 }
 
 // onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
-export function approvalCard(approval, { showConversation, onDecide, selection }) {
+// Mirrors workflows/approvers.py may_decide: the server and the workflow check it again.
+function mayDecide(approvers, principal) {
+  if (!approvers) return true;
+  if (!principal) return false;
+  return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
+}
+
+export function approvalCard(approval, { showConversation, onDecide, selection, principal }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -194,7 +201,13 @@ export function approvalCard(approval, { showConversation, onDecide, selection }
     card.append(shownEl("p", outcome, outcomeText(approval), true));
     return card;
   }
-  if (selection) card.append(selection(approval));
+  if (approval.approvers) card.append(shownEl("p", "card-approvers", `Who may decide: ${approval.approvers.join(", ")}`));
+  const allowed = mayDecide(approval.approvers, principal);
+  if (!allowed) {
+    const who = principal ? `you are ${principal.name}` : "log in with your own token to decide it";
+    card.append(shownEl("p", "not-approver", `Only ${approval.approvers.join(", ")} may decide this call; ${who}.`));
+  }
+  if (selection && allowed) card.append(selection(approval));
   const reasonId = "reason-" + approval.request_id;
   const reasonLabel = el("label", "reason-label", "Reason (optional, the model reads it)");
   reasonLabel.htmlFor = reasonId;
@@ -210,6 +223,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection }
     const button = el("button", cls, text);
     button.type = "button";
     button.dataset.decision = decision;
+    button.disabled = !allowed;
     return button;
   });
   for (const button of buttons) {
