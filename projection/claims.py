@@ -72,6 +72,9 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
             conn.execute("ROLLBACK")
             why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups)
             raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
+        if _one_of_several(conn, decision, json.loads(row["details_json"]).get("required", 1)):
+            conn.execute("COMMIT")
+            return ClaimedDecision(str(row["conversation_id"]), decision)
         try:
             conn.execute(
                 "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
@@ -106,6 +109,28 @@ def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
         return ClaimedDecision(str(row["conversation_id"]), decision)
     finally:
         conn.close()
+
+
+def _one_of_several(conn: sqlite3.Connection, decision: DecisionInput, required: int) -> bool:
+    """An approval of a request that needs several people: record this person's approval (once) and
+    say whether it still waits for others (then it is sent without claiming the request; the last
+    approval, or any deny, claims it as usual)."""
+    if decision.decision == "deny" or required <= 1:
+        return False
+    if conn.execute("SELECT 1 FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)).fetchone():
+        return False  # decided already: the claim below refuses it
+    try:
+        conn.execute(
+            "INSERT INTO ui_partial_approvals (request_id, principal, approved_at) VALUES (?, ?, ?)",
+            (decision.request_id, decision.principal, now_iso()),
+        )
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK")
+        raise DecisionRefused(
+            ERROR_ALREADY_RESOLVED, f"{decision.principal} already approved {decision.request_id}"
+        ) from None
+    count = conn.execute("SELECT COUNT(*) FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,))
+    return int(count.fetchone()[0]) < required
 
 
 def _stale_hash(decision: DecisionInput, details_json: str) -> str | None:

@@ -75,6 +75,12 @@ CREATE TABLE IF NOT EXISTS ui_users (
     token_hash TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ui_partial_approvals (
+    request_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    approved_at TEXT NOT NULL,
+    PRIMARY KEY (request_id, principal)
+);
 CREATE TABLE IF NOT EXISTS ui_session_people (
     session_hash TEXT PRIMARY KEY,
     name TEXT NOT NULL

@@ -54,7 +54,9 @@ _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_i
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
     a.kv_snapshot_json, a.execution_state,
     c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
-    f.decided_via, f.decided_args_hash"""
+    f.decided_via, f.decided_args_hash,
+    (SELECT json_group_array(p.principal) FROM ui_partial_approvals p WHERE p.request_id = a.request_id)
+      AS approved_by_json"""
 # The claim a decider made and the facts of the recorded decision (door, arguments hash).
 _APPROVAL_JOINS = """ui_pending_approvals a LEFT JOIN ui_decision_claims c ON c.request_id = a.request_id
     LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"""
@@ -68,6 +70,9 @@ def _approval(row: sqlite3.Row) -> dict[str, Any]:
     item["args_hash"] = arguments_hash(item["arguments"])
     item["outcome"] = outcome(item["decision"], item["execution_state"])
     item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
+    # A request several people must approve: how many, and who has (as the doors sent it).
+    item["required"] = details.get("required", 1)
+    item["approved_by"] = json.loads(item.pop("approved_by_json") or "[]")
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")

@@ -56,9 +56,11 @@ def _details(record: ApprovalRecord) -> str:
         "changed": record.tool_changed,
         "annotations": record.annotations,
     }
-    details = {"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}
+    details: dict[str, object] = {"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}
     if record.approvers is not None:
         details["approvers"] = record.approvers
+    if record.required > 1:
+        details["required"] = record.required
     return json.dumps(details, sort_keys=True)
 
 

@@ -13,11 +13,11 @@ import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from control import start_conversation
+from control import get_state, start_conversation
 from projection.users import add_user, verify_token
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.stack import one_line
@@ -137,3 +137,64 @@ async def test_only_named_approvers_decide_at_every_door_and_in_the_workflow(
     ignored = [r.getMessage() for r in caplog.records if "decision ignored" in r.getMessage()]
     assert any("eve" in m and "may not decide" in m for m in ignored)
     assert any("no verified principal" in m for m in ignored)
+
+
+TWO_PERSON = """
+ask = ["write_file", "run_shell"]
+
+[[approvers]]
+match = ["run_shell(kubectl *)"]
+approvers = ["group:sre"]
+required = 2
+"""
+
+
+async def test_a_two_person_rule_needs_two_distinct_approvers_and_one_deny_ends_it(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
+) -> None:
+    policy = tmp_path / "two.toml"
+    policy.write_text(TWO_PERSON)
+    settings = replace(settings, policy_file=str(policy))
+    model.behaviour = calls_then_summary(
+        ("c1", "run_shell", {"command": "kubectl version; echo ran >> twice.txt"}),
+        ("c2", "run_shell", {"command": "kubectl version > denied.txt"}),
+    )
+    tokens = {name: add_user(settings.approvals_db, name, ["sre"]) for name in ("sam", "sid")}
+
+    def as_(name: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {tokens[name]}"}
+
+    async with build_worker(client, settings), api_client(settings, client) as http:
+        cid = histories.track(await start_conversation(client, settings, "two-person deploy"))
+        await wait_pending(settings.approvals_db, cid, 2)
+        c1, c2 = f"perm_{cid}_c1", f"perm_{cid}_c2"
+        path = f"/api/approvals/{c1}/decision"
+
+        first = await http.post(path, json={"decision": "allow"}, headers=as_("sam"))
+        assert first.status_code == 200, first.text
+        card = (await http.get(f"/api/approvals/{c1}")).json()
+        assert (card["required"], card["approved_by"], card["status"]) == (2, ["sam"], "pending")
+
+        async def partial_in_workflow() -> bool:
+            [record] = [r for r in (await get_state(client, cid)).pending_approvals if r.request_id == c1]
+            return record.approved_by == ["sam"] and record.resolution is None
+
+        await eventually(partial_in_workflow)
+        twice = await http.post(path, json={"decision": "allow"}, headers=as_("sam"))
+        assert twice.status_code == 409 and "already approved" in twice.json()["error"]["message"]
+        with pytest.raises(WorkflowUpdateFailedError) as failure:
+            raw = DecisionInput(request_id=c1, decision="allow", principal="sam", groups=["sre"])
+            await client.get_workflow_handle(cid).execute_update(UPDATE_DECIDE, raw, result_type=DecisionResult)
+        assert "already approved" in str(failure.value.cause)
+
+        second = await http.post(path, json={"decision": "allow"}, headers=as_("sid"))
+        assert second.status_code == 200, second.text
+        denied = await http.post(f"/api/approvals/{c2}/decision", json={"decision": "deny"}, headers=as_("sid"))
+        assert denied.status_code == 200
+        await wait_status(client, cid, "idle")
+
+    ran = approval_row(settings.approvals_db, c1)
+    assert (ran["decision"], ran["decided_by"], ran["execution_state"]) == ("allow", "sam, sid", "done")
+    assert (settings.workspace_dir / "twice.txt").read_text() == "ran\n", "it ran once, after the second approval"
+    assert approval_row(settings.approvals_db, c2)["decision"] == "deny"
+    assert not (settings.workspace_dir / "denied.txt").exists()

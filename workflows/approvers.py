@@ -8,24 +8,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.models import PolicyRules, ToolDef
+from workflows.models import ApproverRule, PolicyRules, ToolDef
 from workflows.policy import Rule, shell_segments
 from workflows.tool_registry import main_argument_text
 
 
-def approvers_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> list[str] | None:
-    """Everyone any matching rule names (in rule order, once each); None when no rule matches. Like
-    a deny, a rule matches a compound shell command when it matches any of its parts."""
+def _matching(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> list[ApproverRule]:
+    """The approver rules that cover a call. Like a deny, a rule matches a compound shell command
+    when it matches any of its parts."""
     argument = main_argument_text(tool, arguments)
     candidates = [argument, *shell_segments(argument)] if tool.splitter == "shell" else [argument]
+    return [
+        rule
+        for rule in rules.approvers
+        if any(Rule.parse(text).matches(tool.name, value) for text in rule.match for value in candidates)
+    ]
+
+
+def approvers_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> list[str] | None:
+    """Everyone any matching rule names (in rule order, once each); None when no rule matches."""
+    matching = _matching(rules, tool, arguments)
+    if not matching:
+        return None
     named: list[str] = []
-    matched = False
-    for rule in rules.approvers:
-        parsed = [Rule.parse(text) for text in rule.match]
-        if any(r.matches(tool.name, value) for r in parsed for value in candidates):
-            matched = True
-            named.extend(name for name in rule.approvers if name not in named)
-    return named if matched else None
+    for rule in matching:
+        named.extend(name for name in rule.approvers if name not in named)
+    return named
+
+
+def required_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> int:
+    """Distinct approvals the call needs: the most any matching rule asks for (1 when none)."""
+    return max([rule.required for rule in _matching(rules, tool, arguments)], default=1)
 
 
 def may_decide(approvers: list[str] | None, principal: str | None, groups: list[str]) -> bool:

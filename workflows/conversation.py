@@ -209,7 +209,9 @@ class ConversationWorkflow:
         decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
         if decision is None:
             return
-        refusal = self._book.refusal(decision.request_id, decision.args_hash, decision.principal, decision.groups)
+        refusal = self._book.refusal(
+            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
+        )
         if refusal is not None:
             # A bad signal must never fail the workflow task: log it and change nothing.
             workflow.logger.warning("decision ignored: %s", refusal[1])
@@ -222,14 +224,17 @@ class ConversationWorkflow:
         if decision is None:  # the validator refused it already; replay skips validators
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         resolution = self._book.apply(decision, workflow.now())
-        return DecisionResult(request_id=decision.request_id, resolution=resolution)
+        approved_by = list(self._book.record(decision.request_id).approved_by)
+        return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
 
     @decide.validator
     def _validate_decide(self, *args: Any) -> None:
         decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refusal(decision.request_id, decision.args_hash, decision.principal, decision.groups)
+        refusal = self._book.refusal(
+            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
+        )
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)

@@ -131,6 +131,7 @@ class ApproverRule(BaseModel):
 
     match: list[str] = Field(description="rules in the allow/ask/deny syntax: tool or tool(glob)")
     approvers: list[str]
+    required: int = Field(default=1, ge=1, le=10, description="distinct approvers an allow needs")
 
 
 class PolicyRules(BaseModel):
@@ -165,6 +166,8 @@ class ApprovalRecord(BaseModel):
     decided_args_hash: str | None = Field(default=None, description="the arguments hash the decision carried")
     decided_via: Door | None = Field(default=None, description="the door the decision came through")
     approvers: list[str] | None = Field(default=None, description="who may decide it; None: anyone")
+    required: int = Field(default=1, description="distinct approvals it needs before it runs")
+    approved_by: list[str] = Field(default_factory=list, description="who approved so far (while partial)")
 
 
 class ConversationInput(BaseModel):
@@ -225,7 +228,8 @@ class CloseInput(BaseModel):
 
 class DecisionResult(BaseModel):
     request_id: str
-    resolution: Resolution
+    resolution: Resolution | None = Field(description="None: a partial approval, more approvers are needed")
+    approved_by: list[str] = Field(default_factory=list)
 
 
 class ConversationState(BaseModel):

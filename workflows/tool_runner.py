@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook, outcome_message
-    from workflows.approvers import approvers_for
+    from workflows.approvers import approvers_for, required_for
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
@@ -186,6 +186,7 @@ class ToolRunner:
             tool_changed=plan.changed,
             annotations=tool.annotations,
             approvers=approvers_for(ctx.policy, tool, plan.arguments),
+            required=required_for(ctx.policy, tool, plan.arguments),
         )
         ctx.book.open(record)
         return record

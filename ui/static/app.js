@@ -47,7 +47,7 @@ function toast(text, isError = false) {
 
 // Replace a container's cards only when the set of cards changed, so a reason being typed survives.
 function syncCards(container, approvals, options) {
-  const key = approvals.map((a) => `${a.request_id}:${a.status}`).join("|");
+  const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
   const shared = { ...options, onDecide: decide, principal: view.principal };

@@ -202,6 +202,10 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     return card;
   }
   if (approval.approvers) card.append(shownEl("p", "card-approvers", `Who may decide: ${approval.approvers.join(", ")}`));
+  if (approval.required > 1) {
+    const names = approval.approved_by.length ? ` (${approval.approved_by.join(", ")})` : "";
+    card.append(shownEl("p", "card-partial", `Approvals: ${approval.approved_by.length} of ${approval.required}${names}`));
+  }
   const allowed = mayDecide(approval.approvers, principal);
   if (!allowed) {
     const who = principal ? `you are ${principal.name}` : "log in with your own token to decide it";
