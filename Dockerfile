@@ -11,6 +11,7 @@ COPY settings.py connection.py control.py worker.py starter.py visible.py approv
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY projection/ projection/
+COPY payload_store/ payload_store/
 COPY demo_model/ demo_model/
 COPY ui/ ui/
 COPY cli/ cli/

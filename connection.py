@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
+from payload_store import data_converter
 from settings import Settings
 
 
@@ -17,4 +17,4 @@ async def connect(settings: Settings | None = None) -> Client:
     options: dict[str, Any] = dict(ClientConfig.load_client_connect_config())
     options["target_host"] = settings.temporal_address
     options["namespace"] = settings.namespace
-    return await Client.connect(**options, data_converter=pydantic_data_converter)
+    return await Client.connect(**options, data_converter=data_converter(settings))

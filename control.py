@@ -11,7 +11,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from projection.claims import DecisionRefused, claim_decision, release_claim
+from projection.claims import DecisionRefused
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.ids import check_conversation_id
 from workflows.models import (
@@ -77,10 +78,21 @@ async def set_auto_approve(client: Client, conversation_id: str, enabled: bool) 
     await client.get_workflow_handle(conversation_id).signal(SIGNAL_SET_AUTO_APPROVE, AutoApproveInput(enabled=enabled))
 
 
-async def send_decision(client: Client, settings: Settings, decision: DecisionInput) -> str:
-    """Claim the request (first wins), then signal it: a signal is kept even with no worker up."""
+async def send_decision(
+    client: Client, settings: Settings, decision: DecisionInput, store: ProjectionStore | None = None
+) -> str:
+    """Claim the request (first wins), then signal it: a signal is kept even with no worker up.
+
+    `store` is the caller's open projection store (the UI keeps one); without it one is opened here.
+    """
+    if store is None:
+        store = ProjectionStore(settings.approvals_db)
+        try:
+            return await send_decision(client, settings, decision, store)
+        finally:
+            await store.close()
     try:
-        claimed = claim_decision(settings.approvals_db, decision)
+        claimed = await store.claim_decision(decision)
     except DecisionRefused as refused:
         if refused.earlier is not None:
             # The first decider may have died between its claim and its signal: deliver the first
@@ -93,7 +105,7 @@ async def send_decision(client: Client, settings: Settings, decision: DecisionIn
     try:
         await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
     except RPCError:
-        release_claim(settings.approvals_db, decision.request_id)
+        await store.release_claim(decision.request_id)
         raise
     return claimed.conversation_id
 
@@ -108,13 +120,15 @@ class BatchResult:
     message: str | None = None
 
 
-async def send_batch(client: Client, settings: Settings, decisions: list[DecisionInput]) -> list[BatchResult]:
+async def send_batch(
+    client: Client, settings: Settings, decisions: list[DecisionInput], store: ProjectionStore
+) -> list[BatchResult]:
     """Each decision on its own, in order: one refused or undeliverable call does not stop the others,
     and every call gets exactly one result."""
     results = []
     for decision in decisions:
         try:
-            conversation_id = await send_decision(client, settings, decision)
+            conversation_id = await send_decision(client, settings, decision, store)
         except DecisionRefused as err:
             results.append(BatchResult(decision.request_id, None, err.error_type, str(err)))
         except RPCError as err:

@@ -30,7 +30,7 @@ from cli.run_plan import (
 from cli.supervisor import Child, Supervisor, say
 from connection import connect
 from control import start_conversation
-from projection.reader import list_conversations, reading
+from projection.store import ProjectionStore
 from settings import Settings
 
 DEMO_MESSAGE = "write hello to notes.txt"
@@ -77,7 +77,7 @@ class LocalRun:
         clients: list[Client] = []
 
         async def temporal_answers() -> bool:
-            client = await connect(settings)
+            client = await asyncio.wait_for(connect(settings), 10)
             await client.count_workflows()
             clients.append(client)
             return True
@@ -88,7 +88,12 @@ class LocalRun:
         self.ready("temporal", f"{opts.temporal_address}, Web UI {opts.temporal_ui_url}")
         client = clients[-1]
 
-        children = {name: await self.supervisor.start(plan[name]) for name in ("model", "worker", "ui") if name in plan}
+        children: dict[str, Child] = {}
+        for name in ("model", "worker", "ui"):
+            if stop.is_set():  # Ctrl-C while starting: start nothing more
+                return False
+            if name in plan:
+                children[name] = await self.supervisor.start(plan[name])
         checks = [self._await_worker(children["worker"], client, settings)]
         if "model" in children:
             checks.append(self._await_http("model", f"{opts.model_url}/models", "scripted demo model"))
@@ -120,9 +125,12 @@ class LocalRun:
 
     async def _start_demo_conversation(self, client: Client, settings: Settings) -> None:
         """A first conversation that waits for approval, so a newcomer sees something pending."""
-        with reading(settings.approvals_db) as conn:
-            if list_conversations(conn):
+        store = ProjectionStore(settings.approvals_db)
+        try:
+            if (await store.conversations(limit=1)).items:
                 return
+        finally:
+            await store.close()
         conversation_id = await start_conversation(client, settings, DEMO_MESSAGE)
         say(f"✓ started a first conversation, {conversation_id}: {DEMO_MESSAGE!r} (it will wait for your approval)")
 
@@ -155,7 +163,8 @@ class LocalRun:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP too: a terminal closed while things start or stop must not orphan the children.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop.set)
         self.options.data_dir.mkdir(parents=True, exist_ok=True)
         os.environ.update(self.env)  # Settings() in this process reads the same variables as the children

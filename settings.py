@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,13 +94,47 @@ def _float_env(name: str, default: float) -> float:
     return value
 
 
+def _count_env(name: str, default: int) -> int:
+    """A whole number, zero allowed (a workflow cache of 0 is valid: every task replays)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+def _database(name: str, default: str | None) -> str | Path | None:
+    """A database setting: a PostgreSQL URL stays a string, anything else is a SQLite path."""
+    from projection.backend import is_postgres, sqlite_path
+
+    raw = os.environ.get(name) or default
+    if raw is None:
+        return None
+    return raw if is_postgres(raw) else sqlite_path(raw)
+
+
+def _s3_endpoint() -> str | None:
+    """The S3 endpoint botocore itself would use; set for S3-compatible stores such as MinIO."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
     namespace: str = field(default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default"))
     task_queue: str = field(default_factory=lambda: os.environ.get("TASK_QUEUE", "durable-approvals"))
-    approvals_db: Path = field(default_factory=lambda: Path(os.environ.get("APPROVALS_DB", "data/approvals.db")))
+    # A SQLite path (plain or `sqlite:///path`) or a `postgresql://` URL.
+    approvals_db: str | Path = field(default_factory=lambda: _database("APPROVALS_DB", "data/approvals.db") or "")
+    # LEDGER_DB, read once like every setting; None means beside approvals_db (see `ledger_db`).
+    ledger_location: str | Path | None = field(default_factory=lambda: _database("LEDGER_DB", None))
     workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
+    # This worker's host: a conversation's tools run on the host that holds its workspace.
+    worker_host: str = field(default_factory=lambda: os.environ.get("WORKER_HOST") or socket.gethostname())
     openai_base_url: str = field(default_factory=_model_url)
     openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
     llm_model: str = field(default_factory=_model_name)
@@ -108,10 +143,18 @@ class Settings:
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
-    workflow_cache_size: int = field(default_factory=lambda: int(_float_env("WORKFLOW_CACHE_SIZE", 1000)))
+    workflow_cache_size: int = field(default_factory=lambda: _count_env("WORKFLOW_CACHE_SIZE", 1000))
     context_budget_tokens: int = field(default_factory=_context_budget)
     failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+    payload_store: str | None = field(default_factory=lambda: os.environ.get("PAYLOAD_STORE") or None)
+    payload_store_threshold: int = field(default_factory=lambda: _count_env("PAYLOAD_STORE_THRESHOLD", 64 * 1024))
+    s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
+
+    @property
+    def host_task_queue(self) -> str:
+        """The task queue only this host's workers poll: the tools of the conversations pinned here."""
+        return f"{self.task_queue}@{self.worker_host}"
 
     def load_policy(self) -> PolicyRules:
         """Read POLICY_FILE once; its rules travel in the workflow input so replays agree."""
@@ -150,6 +193,25 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {path} has invalid tool settings: {err}") from None
 
     @property
-    def ledger_db(self) -> Path:
-        """The execution ledger lives apart from the projection, so losing one never loses the other."""
-        return Path(os.environ.get("LEDGER_DB") or self.approvals_db.with_name("ledger.db"))
+    def ledger_db(self) -> str | Path:
+        """The execution ledger: a file of its own beside a SQLite projection, so losing one never
+        loses the other; its own table in the same database beside a PostgreSQL projection."""
+        if self.ledger_location is not None:
+            return self.ledger_location
+        if isinstance(self.approvals_db, Path):
+            return self.approvals_db.with_name("ledger.db")
+        return self.approvals_db
+
+    @property
+    def payload_store_location(self) -> str:
+        """PAYLOAD_STORE, or a `payloads` directory beside the projection (the data directory)."""
+        return self.payload_store or str(self.local_payload_dir)
+
+    @property
+    def local_payload_dir(self) -> Path:
+        """Where the local driver keeps payloads by default; also read when S3 is configured, so
+        references written before a move to S3 still resolve. Beside a SQLite projection; in the
+        data directory when the projection is a PostgreSQL database."""
+        if isinstance(self.approvals_db, Path):
+            return self.approvals_db.with_name("payloads")
+        return Path("data/payloads")

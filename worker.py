@@ -1,74 +1,93 @@
-"""The worker: runs ConversationWorkflow and every activity (model, tools, projection)."""
+"""The worker: runs ConversationWorkflow and every activity (model, tools, projection).
+
+It polls two task queues: the deployment's shared one (workflows, the model, the tool catalog, the
+projection) and its host's own one, where the tools of the conversations pinned to this host run,
+on this host's workspace (see activities/hosts.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from connection import connect
-from projection.db import Writer
 from projection.failure_watch import FailureWatch
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
 
-class ToolWorker(Worker):
-    """A Worker that stops the MCP servers it started when it stops."""
+class HostWorker:
+    """The shared-queue worker and the host-queue worker, started and stopped together; on the way
+    out it stops the MCP servers it started and closes its databases."""
 
-    def __init__(self, *args: Any, tools: ToolActivities, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.tools = tools
+    def __init__(self, shared: Worker, host: Worker, tools: ToolActivities, closers: list[Any]) -> None:
+        self.shared, self.host, self.tools = shared, host, tools
+        self._closers = closers
 
-    async def run(self) -> None:
+    async def __aenter__(self) -> HostWorker:
+        await self.shared.__aenter__()
+        await self.host.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
         try:
-            await super().run()
+            await asyncio.gather(self.host.__aexit__(*exc), self.shared.__aexit__(*exc))
         finally:
             await self.tools.sources.close()
+            for closer in self._closers:
+                await closer.close()
+
+    async def run(self) -> None:
+        async with self:
+            await asyncio.Event().wait()  # until cancelled (Ctrl-C, SIGTERM)
 
 
-def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> Worker:
-    """A worker for settings.task_queue; tests pass their own settings and worker options."""
+def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> HostWorker:
+    """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    projection = Writer(settings.approvals_db)
+    projection = ProjectionStore(settings.approvals_db)
+    ledger = Ledger(settings.ledger_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
     sources = ToolSources(settings.load_tools(), settings.workspace_dir)
-    tools = ToolActivities(settings.workspace_dir, Ledger(settings.ledger_db), projection, sources)
+    tools = ToolActivities(settings.workspace_dir, ledger, projection, sources)
     writes = ProjectionActivities(projection)
+    hosts = HostActivities(settings.host_task_queue)
+    runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
-    return ToolWorker(
+    shared = Worker(
         client,
-        tools=tools,
         task_queue=settings.task_queue,
         workflows=[ConversationWorkflow],
         activities=[
             llm.call_llm,
             tools.list_tools,
-            tools.execute_tool,
-            tools.run_python_tool,
-            tools.call_mcp_tool,
+            hosts.pick_tool_host,
+            # Conversations started before tools were pinned to a host still run them here.
+            *runners,
             writes.project_conversation,
             writes.project_approval_requested,
             writes.project_approval_resolved,
             writes.project_compaction,
         ],
-        # The projection activities are synchronous sqlite writes; they run on these threads.
-        activity_executor=ThreadPoolExecutor(max_workers=8),
         **worker_options,
     )
+    host = Worker(client, task_queue=settings.host_task_queue, activities=runners)
+    return HostWorker(shared, host, tools, [projection, ledger])
 
 
 async def main() -> None:
@@ -77,13 +96,19 @@ async def main() -> None:
     client = await connect(settings)
     worker = build_worker(client, settings)
     # Beside the worker: shows a conversation whose workflow task keeps failing as failed, with why.
-    watch = FailureWatch(client, Writer(settings.approvals_db), settings.failure_watch_interval)
-    watching = asyncio.create_task(watch.run())
-    logging.info("worker ready: task queue %s on %s", settings.task_queue, settings.temporal_address)
+    watched = ProjectionStore(settings.approvals_db)
+    watching = asyncio.create_task(FailureWatch(client, watched, settings.failure_watch_interval).run())
+    logging.info(
+        "worker ready: task queues %s and %s on %s",
+        settings.task_queue,
+        settings.host_task_queue,
+        settings.temporal_address,
+    )
     try:
         await worker.run()
     finally:
         watching.cancel()
+        await watched.close()
 
 
 if __name__ == "__main__":

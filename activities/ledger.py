@@ -1,9 +1,12 @@
-"""The execution ledger: at most once for tools with side effects.
+"""The execution ledger: at most once for tools with side effects, across workers on any host.
 
 Temporal retries an activity whose worker died mid-attempt. For `run_shell` or `write_file` that
-could run a command twice. Before such a tool starts, its request id is written here durably; a
-later attempt that finds it started-but-unfinished does not run the tool again and reports the
-outcome as unknown, and one that finds it finished returns the recorded result.
+could run a command twice. Each request id moves through `claimed` (an attempt owns it, the tool
+has not started) -> `started` (written durably just before the tool runs) -> `finished` (with
+its result). A later attempt that finds it `claimed` runs it (nothing ran yet); one that finds it
+`started` does not run it again and reports the outcome as unknown; one that finds it `finished`
+returns the recorded result. Every step is a conditional statement, so concurrent attempts on
+different hosts agree on one owner.
 """
 
 from __future__ import annotations
@@ -13,21 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from projection.db import Writer
+from projection.backend import Backend, Tx, open_backend
 from projection.writes import now_iso
 from workflows.models import ToolResult
-
-LEDGER_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tool_executions (
-    request_id TEXT PRIMARY KEY,
-    tool_name TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    result_json TEXT
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -37,41 +28,65 @@ class Claim:
 
 
 class Ledger:
-    def __init__(self, path: Path) -> None:
-        self._writer = Writer(path, LEDGER_SCHEMA)
+    def __init__(self, location: str | Path) -> None:
+        self._backend: Backend = open_backend(location, "ledger")
 
-    def claim(self, request_id: str, tool_name: str, attempt: int) -> Claim:
-        """Atomically decide whether this attempt may run the tool."""
-        with self._writer.transaction() as conn:
-            row = conn.execute(
-                "SELECT state, result_json FROM tool_executions WHERE request_id = ?", (request_id,)
-            ).fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
-                    " VALUES (?, ?, 'started', ?, ?)",
-                    (request_id, tool_name, attempt, now_iso()),
-                )
+    async def claim(self, request_id: str, tool_name: str, attempt: int) -> Claim:
+        """Decide whether this attempt may run the tool (it must still call `start` right before)."""
+
+        async def operation(tx: Tx) -> Claim:
+            if await tx.execute(
+                "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
+                " VALUES (?, ?, 'claimed', ?, ?) ON CONFLICT (request_id) DO NOTHING",
+                (request_id, tool_name, attempt, now_iso()),
+            ):
                 return Claim("run")
-            if row["state"] == "finished":
-                return Claim("finished", ToolResult.model_validate_json(row["result_json"]))
-            conn.execute(
-                "UPDATE tool_executions SET state = 'unknown', attempt = ? WHERE request_id = ?",
+            if await tx.execute(
+                "UPDATE tool_executions SET attempt = ? WHERE request_id = ? AND state = 'claimed'",
                 (attempt, request_id),
-            )
-            return Claim("unknown")
+            ):
+                return Claim("run")  # an earlier attempt claimed it but never started the tool
+            if await tx.execute(
+                "UPDATE tool_executions SET state = 'unknown', attempt = ?"
+                " WHERE request_id = ? AND state IN ('started', 'unknown')",
+                (attempt, request_id),
+            ):
+                return Claim("unknown")
+            row = await tx.fetchone("SELECT result_json FROM tool_executions WHERE request_id = ?", (request_id,))
+            assert row is not None and row["result_json"] is not None, "a finished row holds its result"
+            return Claim("finished", ToolResult.model_validate_json(row["result_json"]))
 
-    def finish(self, request_id: str, result: ToolResult) -> None:
-        with self._writer.transaction() as conn:
-            conn.execute(
+        return await self._backend.run(operation)
+
+    async def start(self, request_id: str, attempt: int) -> bool:
+        """The tool is about to run: True only for the attempt that still owns the claim."""
+        return bool(
+            await self._backend.run(
+                lambda tx: tx.execute(
+                    "UPDATE tool_executions SET state = 'started', started_at = ?"
+                    " WHERE request_id = ? AND state = 'claimed' AND attempt = ?",
+                    (now_iso(), request_id, attempt),
+                )
+            )
+        )
+
+    async def finish(self, request_id: str, result: ToolResult) -> None:
+        await self._backend.run(
+            lambda tx: tx.execute(
                 "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ? WHERE request_id = ?",
                 (now_iso(), result.model_dump_json(), request_id),
             )
+        )
 
-    def state_of(self, request_id: str) -> str | None:
-        with self._writer.transaction() as conn:
-            row = conn.execute("SELECT state FROM tool_executions WHERE request_id = ?", (request_id,)).fetchone()
+    async def state_of(self, request_id: str) -> str | None:
+        row = await self._backend.run(
+            lambda tx: tx.fetchone("SELECT state FROM tool_executions WHERE request_id = ?", (request_id,)),
+            write=False,
+        )
         return None if row is None else str(row["state"])
+
+    async def close(self) -> None:
+        await self._backend.close()
 
 
 def unknown_outcome_result(tool_name: str, arguments: dict) -> ToolResult:

@@ -1,16 +1,10 @@
-"""Projection activities: mirror what the workflow recorded into the SQLite read model."""
+"""Projection activities: mirror what the workflow recorded into the read model (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
 from temporalio import activity
 
-from projection.db import Writer
-from projection.writes import (
-    write_approval_requested,
-    write_approval_resolved,
-    write_compaction,
-    write_conversation,
-)
+from projection.store import ProjectionStore
 from workflows.activity_calls import (
     PROJECT_APPROVAL_REQUESTED,
     PROJECT_APPROVAL_RESOLVED,
@@ -26,25 +20,21 @@ from workflows.models import (
 
 
 class ProjectionActivities:
-    def __init__(self, writer: Writer) -> None:
-        self._writer = writer
+    def __init__(self, store: ProjectionStore) -> None:
+        self._store = store
 
     @activity.defn(name=PROJECT_CONVERSATION)
-    def project_conversation(self, payload: ConversationProjection) -> None:
-        with self._writer.transaction() as conn:
-            write_conversation(conn, payload)
+    async def project_conversation(self, payload: ConversationProjection) -> None:
+        await self._store.project_conversation(payload)
 
     @activity.defn(name=PROJECT_APPROVAL_REQUESTED)
-    def project_approval_requested(self, payload: ApprovalRequestedProjection) -> None:
-        with self._writer.transaction() as conn:
-            write_approval_requested(conn, payload)
+    async def project_approval_requested(self, payload: ApprovalRequestedProjection) -> None:
+        await self._store.project_approval_requested(payload)
 
     @activity.defn(name=PROJECT_APPROVAL_RESOLVED)
-    def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
-        with self._writer.transaction() as conn:
-            write_approval_resolved(conn, payload)
+    async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
+        await self._store.project_approval_resolved(payload)
 
     @activity.defn(name=PROJECT_COMPACTION)
-    def project_compaction(self, payload: CompactionProjection) -> None:
-        with self._writer.transaction() as conn:
-            write_compaction(conn, payload)
+    async def project_compaction(self, payload: CompactionProjection) -> None:
+        await self._store.project_compaction(payload)

@@ -13,7 +13,7 @@ from activities.ledger import Ledger, unknown_outcome_result
 from activities.python_tools import run_python_tool
 from activities.tool_config import ToolsConfig
 from activities.tool_sources import ToolSources
-from projection.db import Writer
+from projection.store import ProjectionStore
 from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
 from workflows.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
@@ -21,7 +21,7 @@ from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
 
 class ToolActivities:
     def __init__(
-        self, workspace_dir: Path, ledger: Ledger, projection: Writer, sources: ToolSources | None = None
+        self, workspace_dir: Path, ledger: Ledger, projection: ProjectionStore, sources: ToolSources | None = None
     ) -> None:
         self._workspace = Workspace(workspace_dir)
         self._ledger = ledger
@@ -61,19 +61,26 @@ class ToolActivities:
     ) -> ToolResult:
         """Run through the execution ledger when the tool has side effects: never twice."""
         if tool.at_most_once:
-            claim = self._ledger.claim(request.request_id, request.tool_name, activity.info().attempt)
+            attempt = activity.info().attempt
+            claim = await self._ledger.claim(request.request_id, request.tool_name, attempt)
             if claim.verdict == "finished" and claim.result is not None:
+                await self._projection.mark_execution(request.request_id, _finished(claim.result))
                 return claim.result
             if claim.verdict == "unknown":
-                self._mark(request.request_id, "unknown")
+                await self._projection.mark_execution(request.request_id, "unknown")
                 activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
                 return unknown_outcome_result(request.tool_name, request.arguments)
-            self._mark(request.request_id, "running")
+            await self._projection.mark_execution(request.request_id, "running")
+            # Only now does the ledger count the tool as started: a failure before this line (the
+            # projection write above, say) leaves the claim re-runnable by the next attempt.
+            if not await self._ledger.start(request.request_id, attempt):
+                activity.logger.warning("not running %s: a later attempt owns it", request.request_id)
+                return unknown_outcome_result(request.tool_name, request.arguments)
         activity.heartbeat()
         result = await run(request)
         if tool.at_most_once:
-            self._ledger.finish(request.request_id, result)
-            self._mark(request.request_id, "failed" if result.is_error else "done")
+            await self._ledger.finish(request.request_id, result)
+            await self._projection.mark_execution(request.request_id, _finished(result))
         return result
 
     async def _run_builtin(self, request: ToolRequest) -> ToolResult:
@@ -84,11 +91,10 @@ class ToolActivities:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)
 
-    def _mark(self, request_id: str, state: str) -> None:
-        with self._projection.transaction() as conn:
-            conn.execute(
-                "UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id)
-            )
+
+def _finished(result: ToolResult) -> str:
+    """The execution state of a run that ended: `failed` when the tool returned an error."""
+    return "failed" if result.is_error else "done"
 
 
 def _definition(request: ToolRequest) -> ToolDef:

@@ -47,8 +47,8 @@ async def start_all(client: Client, settings: Settings, ids: list[str], concurre
     await bounded(ids, start, concurrency)
 
 
-def scalar(db: Path, sql: str, *params: Any) -> Any:
-    conn = connect_reader(db)
+def scalar(db: str | Path, sql: str, *params: Any) -> Any:
+    conn = connect_reader(Path(db))
     try:
         row = conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
@@ -56,9 +56,9 @@ def scalar(db: Path, sql: str, *params: Any) -> Any:
         conn.close()
 
 
-def pending_requests(db: Path) -> dict[str, str]:
+def pending_requests(db: str | Path) -> dict[str, str]:
     """conversation id -> request id of its unresolved approval."""
-    conn = connect_reader(db)
+    conn = connect_reader(Path(db))
     try:
         rows = conn.execute("SELECT conversation_id, request_id FROM ui_pending_approvals WHERE resolved_at IS NULL")
         return {str(row[0]): str(row[1]) for row in rows}
@@ -76,7 +76,7 @@ async def wait_until(check: Callable[[], bool], what: str, timeout: float, inter
     return time.monotonic() - start
 
 
-async def wait_pending(db: Path, count: int, timeout: float = 600.0) -> float:
+async def wait_pending(db: str | Path, count: int, timeout: float = 600.0) -> float:
     sql = "SELECT count(*) FROM ui_pending_approvals WHERE resolved_at IS NULL"
     return await wait_until(lambda: scalar(db, sql) >= count, f"{count} pending approvals", timeout, 0.25)
 

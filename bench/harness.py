@@ -6,6 +6,7 @@ meets another engineer's dev server or database.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -83,11 +84,13 @@ class Bench:
     # Conversations one scenario leaves waiting for the next (parked -> recovery), to save a setup.
     shared: dict[str, Any] = field(default_factory=dict)
 
-    def settings(self, name: str) -> Settings:
-        """A fresh task queue, projection and workspace for one scenario phase."""
+    def settings(self, name: str, payload_threshold: int | None = None) -> Settings:
+        """A fresh task queue, projection and workspace for one scenario phase; one payload store
+        for the whole run (the bench's client reads what any worker stored)."""
         home = self.root / f"{name}-{uuid.uuid4().hex[:6]}"
         home.mkdir(parents=True)
-        return Settings(
+        settings = Settings(
+            payload_store=str(payload_dir(self.root)),
             temporal_address=self.server.address,
             task_queue=f"bench-{name}-{uuid.uuid4().hex[:6]}",
             approvals_db=home / "approvals.db",
@@ -97,9 +100,12 @@ class Bench:
             llm_model="scripted-bench",
             approval_timeout=APPROVAL_TIMEOUT,
         )
+        if payload_threshold is None:
+            return settings
+        return dataclasses.replace(settings, payload_store_threshold=payload_threshold)
 
     def start_worker(self, settings: Settings, kind: str = "ours", cache: int = DEFAULT_CACHE) -> BenchWorker:
-        log = settings.approvals_db.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
+        log = settings.workspace_dir.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.worker_main", "--kind", kind, "--cache", str(cache)],
             cwd=REPO_ROOT,
@@ -122,6 +128,10 @@ class Bench:
         for worker in self.workers:
             worker.kill()
         self.workers.clear()
+
+
+def payload_dir(root: Path) -> Path:
+    return root / "payloads"
 
 
 def ran_counts(settings: Settings) -> dict[str, int]:

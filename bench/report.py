@@ -44,6 +44,32 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None) -> list[str]:
     return [*out, ""]
 
 
+def _latency_extstore(s: dict[str, Any]) -> list[str]:
+    out = [
+        "### 1b. Approval latency with every payload in the payload store",
+        "",
+        f"Three groups interleaved one approval at a time: ours as in section 1 (its payloads are small and stay"
+        f" inline), ours with PAYLOAD_STORE_THRESHOLD={s['payload_store_threshold']} for its worker (every activity"
+        " input and result and every continue-as-new input and query answer the worker sends is written to and read"
+        " from the local payload store, and the history keeps references), and the floor.",
+        "",
+    ]
+    keys = ("p50_ms", "p90_ms", "p99_ms", "n")
+    rows = [
+        ["ours, payloads inline", *(s["ours"][k] for k in keys)],
+        ["ours, every payload stored", *(s["ours_stored"][k] for k in keys)],
+        ["floor", *(s["floor"][k] for k in keys)],
+        ["**ratio ours inline / floor**", *(f"**{s['ratio'][k]}x**" for k in keys[:3]), ""],
+        ["**ratio ours stored / floor**", *(f"**{s['ratio_stored'][k]}x**" for k in keys[:3]), ""],
+    ]
+    out += _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
+    blocks = ", ".join(f"{r}x" for r in s["stored_over_inline_p50_per_block"])
+    out.append(
+        f"The p50 ratio stored / inline in {len(s['stored_over_inline_p50_per_block'])} consecutive blocks: {blocks}."
+    )
+    return [*out, ""]
+
+
 def _parked(s: dict[str, Any]) -> list[str]:
     out = [f"## 2. {s['conversations']:,} conversations waiting for approval at once", ""]
     d, small, p = s["ours_default_cache"], s["ours_small_cache"], s["pinned"]
@@ -84,9 +110,10 @@ def _recovery(s: dict[str, Any]) -> list[str]:
     return out + _table(head, rows)
 
 
-def _history(s: dict[str, Any]) -> list[str]:
+def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
     out = [
-        f"## 4. History growth over {s['turns']} turns (one approved tool call per turn)",
+        f"## 4{how[0]}. History growth over {s['turns']} turns (a file read and one approved tool call per turn),"
+        f" {how[1]}",
         "",
         f"Continue-as-new after {s['continue_as_new_after_events']} events (ConversationInput."
         f"continue_as_new_after_events): {s['runs']} runs, after turns {s['continued_as_new_after_turns']};"
@@ -96,9 +123,22 @@ def _history(s: dict[str, Any]) -> list[str]:
     rows = [
         ["history events per turn", s["events_per_turn_first_decile"], s["events_per_turn_last_decile"]],
         ["history KiB per turn", s["kib_per_turn_first_decile"], s["kib_per_turn_last_decile"]],
+        [
+            "KiB stored in the payload store per turn",
+            s.get("external_kib_per_turn_first_decile", "n/a"),
+            s.get("external_kib_per_turn_last_decile", "n/a"),
+        ],
         ["seconds per turn (wall)", s["seconds_per_turn_first_decile"], s["seconds_per_turn_last_decile"]],
     ]
     out += _table(["median per turn", "first 10% of turns", "last 10% of turns"], rows)
+    if "payload_store_threshold" in s:
+        out.append(
+            f"Each turn reads a {s['tool_output_bytes_per_turn']:,}-byte file, so the transcript grows by that much"
+            f" per turn. Payloads of {s['payload_store_threshold']:,} bytes or more went to the payload store"
+            f" ({s['payload_store_files']:,} files, {s['payload_store_mib']} MiB at the end); the largest payload"
+            f" left in the history was {s['largest_inline_payload_bytes']:,} bytes."
+        )
+        out.append("")
     step = max(1, s["turns"] // 10)
     picked = [r for r in s["per_turn"] if r["turn"] == 1 or r["turn"] % step == 0]
     cont = set(s["continued_as_new_after_turns"])
@@ -108,11 +148,20 @@ def _history(s: dict[str, Any]) -> list[str]:
 
 def _inbox(s: dict[str, Any]) -> list[str]:
     out = [f"## 5. Inbox queries over {s['rows']:,} conversations and approvals ({s['pending']:,} pending)", ""]
+    backends = s.get("backends") or {"sqlite": s["queries"]}
     rows = [
-        [name, "" if q["rows_returned"] is None else f"{q['rows_returned']:,}", q["p50_ms"], q["p99_ms"], q["n"]]
-        for name, q in s["queries"].items()
+        [
+            backend,
+            name,
+            "" if q["rows_returned"] is None else f"{q['rows_returned']:,}",
+            q["p50_ms"],
+            q["p99_ms"],
+            q["n"],
+        ]
+        for backend, queries in backends.items()
+        for name, q in queries.items()
     ]
-    return out + _table(["projection/reader.py", "rows returned", "p50 ms", "p99 ms", "runs"], rows)
+    return out + _table(["backend", "ProjectionStore call", "rows returned", "p50 ms", "p99 ms", "runs"], rows)
 
 
 def _peer(s: dict[str, Any], latency: dict[str, Any] | None, recovery: dict[str, Any] | None) -> list[str]:
@@ -160,14 +209,28 @@ def render(results: dict[str, Any]) -> str:
         "",
     ]
     lines += [machine_line(results["machine"]), ""]
+    for rerun in results.get("reruns", []):
+        lines += [
+            f"Rerun of {', '.join(rerun['scenarios'])} alone ({rerun['mode']}, {rerun['started_at']},"
+            f" {rerun['duration_seconds']} s; load average at start"
+            f" {', '.join(str(x) for x in rerun['machine']['load_average_at_start'])}).",
+            "",
+        ]
     if "latency" in sc:
         lines += _latency(sc["latency"], sc.get("langgraph"))
+    if "latency_extstore" in sc:
+        lines += _latency_extstore(sc["latency_extstore"])
     if "parked" in sc:
         lines += _parked(sc["parked"])
     if "recovery" in sc:
         lines += _recovery(sc["recovery"])
     if "history" in sc:
-        lines += _history(sc["history"])
+        budget = sc["history"].get("context_budget_tokens")
+        lines += _history(sc["history"], ("", f"context budget {budget} tokens (compaction)"))
+    if "history_full_transcript" in sc:
+        lines += _history(
+            sc["history_full_transcript"], ("b", "no compaction: the whole transcript in every model call")
+        )
     if "inbox" in sc:
         lines += _inbox(sc["inbox"])
     if "langgraph" in sc:

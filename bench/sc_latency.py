@@ -22,48 +22,73 @@ from workflows.activity_calls import EXECUTE_TOOL
 BLOCKS = 4
 
 
-async def run(bench: Bench, count: int) -> dict[str, Any]:
+async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> dict[str, Any]:
+    """With stored_threshold, a third group runs interleaved with the other two: ours with
+    PAYLOAD_STORE_THRESHOLD=stored_threshold (0: every payload of the conversation is stored)."""
+    label = "latency" if stored_threshold is None else f"latency_extstore(threshold={stored_threshold})"
     ours_settings, floor_settings = bench.settings("latency"), bench.settings("floor")
-    bench.start_worker(ours_settings, "ours", DEFAULT_CACHE)
+    stored_settings = None if stored_threshold is None else bench.settings("stored", stored_threshold)
+    groups = [ours_settings] + ([] if stored_settings is None else [stored_settings])
+    for settings in groups:
+        bench.start_worker(settings, "ours", DEFAULT_CACHE)
     bench.start_worker(floor_settings, "floor", DEFAULT_CACHE)
-    ours_ids, floor_ids = new_ids("lat", count), new_ids("floor", count)
-    say(f"latency: starting {count} conversations and {count} floor workflows")
-    await start_all(bench.client, ours_settings, ours_ids)
+    ids = [new_ids(f"lat{n}", count) for n in range(len(groups))]
+    floor_ids = new_ids("floor", count)
+    say(f"{label}: starting {count} conversations per group and {count} floor workflows")
+    for settings, group_ids in zip(groups, ids, strict=True):
+        await start_all(bench.client, settings, group_ids)
     for fid in floor_ids:
         await bench.client.start_workflow(
             FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=floor_settings.task_queue
         )
-    await wait_pending(ours_settings.approvals_db, count)
-    requests = pending_requests(ours_settings.approvals_db)
+    requests: dict[str, str] = {}
+    for settings in groups:
+        await wait_pending(settings.approvals_db, count)
+        requests |= pending_requests(settings.approvals_db)
     sent: dict[str, float] = {}
     idle_sql = "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?"
-    for i, (cid, fid) in enumerate(zip(ours_ids, floor_ids, strict=True)):
-        sent[cid] = time.time()
-        await approve(bench.client, ours_settings, requests[cid])
-        while scalar(ours_settings.approvals_db, idle_sql, cid) != "idle":
-            await asyncio.sleep(0.002)
-        handle = bench.client.get_workflow_handle(fid)
-        sent[fid] = time.time()
+    for i in range(count):
+        for settings, group_ids in zip(groups, ids, strict=True):
+            cid = group_ids[i]
+            sent[cid] = time.time()
+            await approve(bench.client, settings, requests[cid])
+            while scalar(settings.approvals_db, idle_sql, cid) != "idle":
+                await asyncio.sleep(0.002)
+        handle = bench.client.get_workflow_handle(floor_ids[i])
+        sent[floor_ids[i]] = time.time()
         await handle.signal(FLOOR_SIGNAL)
         await handle.result()
         if (i + 1) % 50 == 0:
-            say(f"latency: {i + 1}/{count} approvals each")
-    ours = await _latencies(bench, ours_ids, sent, EXECUTE_TOOL)
+            say(f"{label}: {i + 1}/{count} approvals each")
+    measured = [await _latencies(bench, group_ids, sent, EXECUTE_TOOL) for group_ids in ids]
     floor = await _latencies(bench, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
-    ran = ran_counts(ours_settings) | ran_counts(floor_settings)
-    bench.check("latency: approved tools ran once each", 2 * count, sum(1 for n in ran.values() if n == 1))
+    ran: dict[str, int] = ran_counts(floor_settings)
+    for settings in groups:
+        ran |= ran_counts(settings)
+    runs = (len(groups) + 1) * count
+    bench.check(f"{label}: approved tools ran once each", runs, sum(1 for n in ran.values() if n == 1))
+    result = _compare(measured[0], floor)
+    say(f"{label}: ours p50 {result['ours']['p50_ms']} ms, floor p50 {result['floor']['p50_ms']} ms")
+    if len(measured) > 1:
+        stored = _compare(measured[1], floor)
+        result["ours_stored"], result["ratio_stored"] = stored["ours"], stored["ratio"]
+        result["p50_ratio_stored_per_block"] = stored["p50_ratio_per_block"]
+        result["stored_over_inline_p50_per_block"] = block_ratios(measured[1], measured[0])
+        result["payload_store_threshold"] = stored_threshold
+        say(f"{label}: every payload stored p50 {stored['ours']['p50_ms']} ms, ratio {stored['ratio']}")
+    return result | {"approvals": count}
+
+
+def _compare(ours: list[float], floor: list[float]) -> dict[str, Any]:
     ours_summary, floor_summary = summary_ms(ours), summary_ms(floor)
-    ratio = {k: round(ours_summary[k] / floor_summary[k], 2) for k in ("p50_ms", "p90_ms", "p99_ms")}
     blocks = block_ratios(ours, floor)
-    say(f"latency: ours p50 {ours_summary['p50_ms']} ms, floor p50 {floor_summary['p50_ms']} ms, ratio {ratio}")
     return {
         "ours": ours_summary,
         "floor": floor_summary,
-        "ratio": ratio,
+        "ratio": {k: round(ours_summary[k] / floor_summary[k], 2) for k in ("p50_ms", "p90_ms", "p99_ms")},
         "p50_ratio_per_block": blocks,
         "p50_ratio_median_of_blocks": round(median(blocks), 2),
-        "approvals": count,
     }
 
 

@@ -34,7 +34,7 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.test"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], cwd=repo, check=True)
-    config = settings.approvals_db.parent / "tools.toml"
+    config = settings.workspace_dir.parent / "tools.toml"
     config.write_text(CONFIG)
     settings = replace(settings, policy_file=str(config))
     bench.start_worker(settings, "ours", DEFAULT_CACHE)

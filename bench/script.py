@@ -8,11 +8,18 @@ are the proof of how many times each approved tool really ran.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from demo_model.script import scripted_summary
 from demo_model.server import ScriptedModelServer, text_reply, tool_reply
+from workflows.compaction import is_summary_request
 
 RAN_LOG = "ran.log"
+# The history scenario's conversations also read a source file each turn: realistic tool output.
+READ_PREFIX = "hist-"
+READ_FILE = "source.py"
+READ_BYTES = 4096
 
 
 def user_text(tag: str) -> str:
@@ -34,14 +41,26 @@ def mcp_text(tag: str, repo: str) -> str:
 
 def respond(body: dict[str, Any]) -> dict[str, Any]:
     messages = body["messages"]
+    if is_summary_request(messages):  # a compaction: the demo model's scripted summary
+        return scripted_summary(messages)
     last = messages[-1]
     if last["role"] == "user" and str(last["content"]).startswith("bench mcp "):
         _, _, tag, repo = str(last["content"]).split(" ", 3)
         arguments = {"repo_path": repo, "branch_name": tag}
         return tool_reply(("call_1", "mcp__git__git_create_branch", arguments))
     if last["role"] == "user":
-        return tool_reply(("call_1", "run_shell", {"command": shell_command(tag_of(str(last["content"])))}))
+        tag = tag_of(str(last["content"]))
+        shell = ("call_1", "run_shell", {"command": shell_command(tag)})
+        if tag.startswith(READ_PREFIX):
+            return tool_reply(("call_0", "read_file", {"path": READ_FILE}), shell)
+        return tool_reply(shell)
     return text_reply(f"done: {str(last.get('content', ''))[:40]}")
+
+
+def source_text() -> str:
+    """The first READ_BYTES of the project's own workflow module: what a coding agent reads."""
+    path = Path(__file__).resolve().parent.parent / "workflows" / "conversation.py"
+    return path.read_text()[:READ_BYTES]
 
 
 def start_model() -> ScriptedModelServer:
@@ -50,10 +69,17 @@ def start_model() -> ScriptedModelServer:
 
 
 def requests_per_tag(server: ScriptedModelServer) -> Counter[str]:
-    """How many times the model was asked, per conversation tag (its last user message)."""
+    """How many times the model was asked for an assistant message, per conversation tag (its last
+    user message); a compaction's summarise requests are counted by summary_requests."""
     counts: Counter[str] = Counter()
     for body in list(server.requests):
+        if is_summary_request(body["messages"]):
+            continue
         users = [m for m in body["messages"] if m["role"] == "user"]
         if users:
             counts[tag_of(str(users[-1]["content"]))] += 1
     return counts
+
+
+def summary_requests(server: ScriptedModelServer) -> int:
+    return sum(1 for body in list(server.requests) if is_summary_request(body["messages"]))

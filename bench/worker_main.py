@@ -15,12 +15,13 @@ from temporalio.worker import Worker
 from bench.floor import FloorActivities, FloorWorkflow
 from connection import connect
 from settings import Settings
-from worker import build_worker
+from worker import HostWorker, build_worker
 
 
 async def main(kind: str, cache: int) -> None:
     settings = Settings()
     client = await connect(settings)
+    worker: HostWorker | Worker
     if kind == "ours":
         worker = build_worker(client, settings, max_cached_workflows=cache)
     else:

@@ -12,29 +12,20 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, refused
-from cli.output import note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
+from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, paged, refused
+from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
     from workflows.models import Decision
 
 
-def _read_approval(session: Session, request_id: str) -> dict[str, Any] | None:
-    from projection.reader import get_approval, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        return get_approval(conn, request_id)
-
-
-def pending(args: argparse.Namespace, session: Session) -> int:
-    from projection.reader import list_approvals, list_conversations, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        rows = list_approvals(conn, "pending", args.conversation)
-        failed = {
-            c["conversation_id"]: c["last_error"] for c in list_conversations(conn) if c["turn_status"] == "failed"
-        }
+async def pending(args: argparse.Namespace, session: Session) -> int:
+    store = session.store()
+    page = await paged(store.approvals("pending", args.conversation, args.limit, args.after))
+    rows = page.items
+    more_pages(page.next)
+    failed = {c["conversation_id"]: c["last_error"] for c in (await store.conversations(status="failed")).items}
     for row in rows:
         # A failed conversation cannot apply a decision until it recovers: say so beside its requests.
         row["conversation_failed"] = row["conversation_id"] in failed
@@ -79,15 +70,16 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
     return None
 
 
-def decide(args: argparse.Namespace, session: Session) -> int:
-    """Synchronous up to the refusal checks, so a refused decision costs no event loop and no client.
+async def decide(args: argparse.Namespace, session: Session) -> int:
+    """The refusal checks need only the projection, so a refused decision never connects to Temporal.
 
     Several request ids are one batch: every call it covers is listed first, each gets its own
     decision, and one refused call does not stop the others (the exit status is then 3)."""
     ids = list(dict.fromkeys(args.request_ids))
     if args.args_hash is not None and len(ids) != 1:
         raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
-    rows = {request_id: _read_approval(session, request_id) for request_id in ids}
+    store = session.store()
+    rows = {request_id: await store.approval(request_id) for request_id in ids}
     refusals = {rid: why for rid in ids if (why := _refusal(rows[rid], rid, args.conversation)) is not None}
     if len(ids) == 1 and refusals:
         raise refused(refusals[ids[0]])
@@ -98,14 +90,12 @@ def decide(args: argparse.Namespace, session: Session) -> int:
             call = tool_call_text(row["tool_name"], row["arguments"]) if row is not None else "(unknown request)"
             print(f"  {shown(request_id)}  {call}")
     todo = [row for rid, row in rows.items() if rid not in refusals and row is not None]
-    import asyncio
-
-    failures = asyncio.run(_send_all(args, session, todo, refusals)) if todo else {}
+    failures = await _send_all(args, session, todo, refusals) if todo else {}
     for request_id in ids:
         why = refusals.get(request_id) or failures.get(request_id)
         if why is not None:
             print(f"error: {shown(why)}", file=sys.stderr)
-    # Refused (unknown, decided, stale, ended) is 3; could not reach Temporal for some is 1.
+    # Refused (unknown, decided, stale, ended, not an approver) is 3; Temporal unreachable for some is 1.
     return EXIT_REFUSED if refusals else (EXIT_FAILED if failures else EXIT_OK)
 
 
@@ -125,7 +115,7 @@ async def _send_all(
     from workflows.models import DecisionInput
 
     decision = _decision(args)
-    decided_by, groups, how = who_decides(args, session)
+    decided_by, groups, how = await who_decides(args, session)
     client = await session.client()
     # Each bound to the arguments this command read and prints (or to the hash the person gave).
     requests = [
@@ -141,7 +131,7 @@ async def _send_all(
         )
         for row in rows
     ]
-    results = await rpc(send_batch(client, session.settings, requests), "sending the decisions")
+    results = await rpc(send_batch(client, session.settings, requests, session.store()), "sending the decisions")
     failures: dict[str, str] = {}
     for row, request, result in zip(rows, requests, results, strict=True):
         if result.error_type is not None:

@@ -9,16 +9,14 @@ from cli.output import print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session
 
 
-def audit(args: argparse.Namespace, session: Session) -> int:
-    from projection.audit import list_audit, parse_since
-    from projection.reader import reading
+async def audit(args: argparse.Namespace, session: Session) -> int:
+    from projection.audit import parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as err:
         raise CliError(f"--since: {err}", EXIT_USAGE) from None
-    with reading(session.settings.approvals_db) as conn:
-        rows = list_audit(conn, since)
+    rows = await session.store().audit(since)
     if args.json:
         print_json(rows)
         return EXIT_OK

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cli.errors import EXIT_OK, CliError, refused
-from cli.output import note, print_json, short_time, shown, table, tool_call_text
+from cli.errors import EXIT_OK, CliError, paged, refused
+from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session, rpc
 
 SUMMARY_NAME = "conversation_summary"  # workflows.compaction.SUMMARY_NAME, without importing pydantic
@@ -43,11 +43,10 @@ async def send(args: argparse.Namespace, session: Session) -> int:
     return EXIT_OK
 
 
-def conversations(args: argparse.Namespace, session: Session) -> int:
-    from projection.reader import list_conversations, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        rows = list_conversations(conn)
+async def conversations(args: argparse.Namespace, session: Session) -> int:
+    page = await paged(session.store().conversations(args.limit, args.after, args.status))
+    rows = page.items
+    more_pages(page.next)
     if args.json:
         print_json(rows)
         return EXIT_OK
@@ -80,6 +79,7 @@ async def query_state(session: Session, conversation_id: str, timeout: float) ->
     from temporalio.service import RPCError, RPCStatusCode
 
     from control import get_state
+    from payload_store import PayloadStoreError
 
     client = await session.client()
     try:
@@ -92,15 +92,15 @@ async def query_state(session: Session, conversation_id: str, timeout: float) ->
         return None  # deadline exceeded: no worker polls this task queue
     except (WorkflowQueryFailedError, TimeoutError):
         return None
+    except PayloadStoreError as err:  # the answer is stored, and this process cannot read it
+        raise CliError(f"cannot read {conversation_id}'s state: {err}") from None
     return state.model_dump(mode="json")
 
 
-def _projected_state(session: Session, conversation_id: str) -> dict[str, Any]:
-    from projection.reader import get_conversation, list_approvals, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        row = get_conversation(conn, conversation_id)
-        approvals = list_approvals(conn, "pending", conversation_id)
+async def _projected_state(session: Session, conversation_id: str) -> dict[str, Any]:
+    store = session.store()
+    row = await store.conversation(conversation_id)
+    approvals = (await store.approvals("pending", conversation_id)).items
     if row is None:
         raise refused(f"no worker answered and the projection has no conversation {conversation_id}")
     return {**row, "messages": None, "pending_approvals": approvals, "source": "projection"}
@@ -109,7 +109,7 @@ def _projected_state(session: Session, conversation_id: str) -> dict[str, Any]:
 async def show(args: argparse.Namespace, session: Session) -> int:
     state = await query_state(session, args.conversation, args.timeout)
     if state is None:
-        state = _projected_state(session, args.conversation)
+        state = await _projected_state(session, args.conversation)
         if state["turn_status"] == "failed":
             note("The conversation's workflow cannot answer: showing the projection.")
         else:
@@ -118,7 +118,7 @@ async def show(args: argparse.Namespace, session: Session) -> int:
             )
     else:
         state["source"] = "worker"
-    archived = _archived(session, args.conversation)
+    archived = await session.store().archived_messages(args.conversation)
     # The archive is written before messages leave the workflow, so it may be ahead of the answer.
     state["archived"] = archived[: state["archived_messages"]] if state["messages"] is not None else archived
     if args.json:
@@ -147,14 +147,6 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         for line in transcript_lines(message):
             print(line)
     return EXIT_OK
-
-
-def _archived(session: Session, conversation_id: str) -> list[dict[str, Any]]:
-    """Messages compactions took out of the model's transcript; people still read them."""
-    from projection.reader import archived_messages, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        return archived_messages(conn, conversation_id)
 
 
 def transcript_lines(message: dict[str, Any]) -> list[str]:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
+
 EXIT_OK = 0
 EXIT_FAILED = 1  # could not do it: Temporal unreachable, the UI missing, ...
 EXIT_USAGE = 2  # bad usage: a missing argument, an unknown command, a bad setting
@@ -18,3 +23,13 @@ class CliError(Exception):
 
 def refused(message: str) -> CliError:
     return CliError(message, EXIT_REFUSED)
+
+
+async def paged(read: Awaitable[T]) -> T:
+    """A page read; a cursor that no page handed out is bad usage (exit 2)."""
+    from projection.reader import BadCursor
+
+    try:
+        return await read
+    except BadCursor as err:
+        raise CliError(str(err), EXIT_USAGE) from None

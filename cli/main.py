@@ -7,7 +7,7 @@ import importlib
 import inspect
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, EXIT_USAGE, CliError
 from cli.parser import build_parser
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
         if inspect.iscoroutinefunction(command):
             import asyncio
 
-            return int(asyncio.run(command(args, session)))
+            return int(asyncio.run(_run(command, args, session)))
         return int(command(args, session))
     except CliError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -69,6 +69,13 @@ def _discard_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+async def _run(command: Any, args: Any, session: Session) -> int:
+    try:
+        return int(await command(args, session))
+    finally:
+        await session.close()
 
 
 def run() -> None:

@@ -66,3 +66,9 @@ def print_json(document: Any) -> None:
 def note(text: str) -> None:
     """A hint for a person; on stderr so stdout stays clean for scripts."""
     print(text, file=sys.stderr)
+
+
+def more_pages(cursor: str | None) -> None:
+    """After a page that is not the last, say on stderr how to get the next (stdout stays the page)."""
+    if cursor is not None:
+        note(f"More: repeat with --after {cursor}")

@@ -17,6 +17,17 @@ class OneLineParser(argparse.ArgumentParser):
         raise CliError(f"{self.prog}: {message} (see --help)", EXIT_USAGE)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text!r}")
+    return int(text)
+
+
+def _paging(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--limit", type=_positive, help="at most this many rows (default: all)")
+    command.add_argument("--after", metavar="CURSOR", help="the page after this cursor (printed after a page)")
+
+
 MAX_TIMEOUT_SECONDS = 24 * 3600.0
 
 
@@ -57,12 +68,15 @@ def build_parser() -> OneLineParser:
     show.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for a worker to answer")
     show.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
-    listing = verbs.add_parser("conversations", help="every conversation with its status")
+    listing = verbs.add_parser("conversations", help="every conversation with its status, newest first")
     listing.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    listing.add_argument("--status", help="only conversations in this turn status (e.g. awaiting_approval)")
+    _paging(listing)
 
     pending = verbs.add_parser("pending", help="approvals that wait for a decision (works with no worker)")
     pending.add_argument("--conversation", type=text, help="only this conversation's")
     pending.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    _paging(pending)
 
     for verb, help_text in (("approve", "allow a pending tool call"), ("deny", "deny a pending tool call")):
         decide = verbs.add_parser(verb, help=help_text)
@@ -111,7 +125,7 @@ def build_parser() -> OneLineParser:
     tools.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     verbs.add_parser("ui", help="serve the approvals UI")
-    rebuild = verbs.add_parser("rebuild-projection", help="rebuild the SQLite projection from Temporal's history")
+    rebuild = verbs.add_parser("rebuild-projection", help="rebuild the projection from Temporal's history")
     rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return parser
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cli.run_plan import Service
 
+OUTPUT_LINE_LIMIT = 1 << 20
 STOP_STEPS: tuple[tuple[signal.Signals, float], ...] = (
     (signal.SIGINT, 15.0),
     (signal.SIGTERM, 5.0),
@@ -55,6 +56,7 @@ class Supervisor:
     cwd: Path
     children: list[Child] = field(default_factory=list)
     exits: asyncio.Queue[Child] = field(default_factory=asyncio.Queue)
+    stopping: bool = False
 
     async def start(self, service: Service) -> Child:
         proc = await asyncio.create_subprocess_exec(
@@ -65,30 +67,43 @@ class Supervisor:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            limit=OUTPUT_LINE_LIMIT,
         )
         child = Child(service, proc)
-        child.pump = asyncio.create_task(self._pump(child))
+        # Registered before anything else can run: a stop that begins now still finds this child.
         self.children.append(child)
+        child.pump = asyncio.create_task(self._pump(child))
         say(f"- {service.name} started (pid {proc.pid})")
+        if self.stopping:  # started while everything stops (Ctrl-C during start-up): stop it too
+            await self._stop(child)
         return child
 
     async def _pump(self, child: Child) -> None:
         """Copy the child's output, each line prefixed with its name; report when it ends."""
         assert child.proc.stdout is not None
         width = max(len(c.name) for c in self.children) if self.children else len(child.name)
-        async for raw in child.proc.stdout:
-            line = raw.decode(errors="replace").rstrip()
-            sys.stdout.write(f"{child.name:>{max(width, 6)}} | {line}\n")
-            sys.stdout.flush()
+        try:
+            async for raw in child.proc.stdout:
+                line = raw.decode(errors="replace").rstrip()
+                sys.stdout.write(f"{child.name:>{max(width, 6)}} | {line}\n")
+                sys.stdout.flush()
+        except ValueError:  # a line over the limit: stop copying, never stop supervising
+            say(f"! {child.name} wrote a line too long to show; its further output is dropped")
         await child.proc.wait()
         await self.exits.put(child)
 
     async def stop_all(self) -> None:
-        """Everything but Temporal together, then Temporal, so nothing loses its server mid-shutdown."""
+        """Everything but Temporal together, then Temporal, so nothing loses its server mid-shutdown.
+        A child that fails to stop cleanly never keeps the others (Temporal above all) running."""
+        self.stopping = True
         first = [c for c in self.children if c.name != "temporal"]
         last = [c for c in self.children if c.name == "temporal"]
-        await asyncio.gather(*(self._stop(c) for c in first))
-        await asyncio.gather(*(self._stop(c) for c in last))
+        for group in (first, last):
+            for outcome in await asyncio.gather(*(self._stop(c) for c in group), return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    say(f"! stopping a child failed: {outcome!r}")
+        for child in self.children:  # the last word: nothing this supervisor started outlives it
+            child.signal_group(signal.SIGKILL)
 
     async def _stop(self, child: Child) -> None:
         if not child.running and not child.stopping:  # it ended earlier and was reported then

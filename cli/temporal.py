@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
-from cli.errors import CliError, refused
-from settings import Settings
+from cli.errors import EXIT_USAGE, CliError, refused
+from settings import ConfigError, Settings
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+
+    from projection.store import ProjectionStore
 
 CONNECT_TIMEOUT_SECONDS = 15.0
 T = TypeVar("T")
@@ -21,6 +23,20 @@ class Session:
     def __init__(self, settings: Settings, client: Client | None = None) -> None:
         self.settings = settings
         self._client = client
+        self._store: ProjectionStore | None = None
+
+    def store(self) -> ProjectionStore:
+        """The projection (APPROVALS_DB), opened on first use and closed by `close`."""
+        if self._store is None:
+            from projection.store import ProjectionStore
+
+            self._store = ProjectionStore(self.settings.approvals_db)
+        return self._store
+
+    async def close(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+            self._store = None
 
     async def client(self) -> Client:
         if self._client is None:
@@ -31,6 +47,8 @@ class Session:
             where = f"{self.settings.temporal_address} (namespace {self.settings.namespace})"
             try:
                 self._client = await asyncio.wait_for(connect(self.settings), CONNECT_TIMEOUT_SECONDS)
+            except ConfigError as err:  # PAYLOAD_STORE is read when the client is built
+                raise CliError(f"bad setting: {err}", EXIT_USAGE) from None
             except TimeoutError:
                 raise CliError(
                     f"Temporal is not reachable at {where}: no answer in {CONNECT_TIMEOUT_SECONDS:g}s"

@@ -16,24 +16,24 @@ from cli.temporal import Session
 TOKEN_ENV = "APPROVER_TOKEN"
 
 
-def users(args: argparse.Namespace, session: Session) -> int:
-    from projection.users import UserExists, add_user, list_users, remove_user
+async def users(args: argparse.Namespace, session: Session) -> int:
+    from projection.users import UserExists
 
-    db = session.settings.approvals_db
+    store = session.store()
     if args.action == "add":
         try:
-            token = add_user(db, args.name, args.groups or [])
+            token = await store.add_user(args.name, args.groups or [])
         except UserExists as err:
             raise refused(str(err)) from None
         print(token)
         note(f"The token of {args.name} is shown once: send it as Authorization: Bearer, or set {TOKEN_ENV}.")
         return EXIT_OK
     if args.action == "remove":
-        if not remove_user(db, args.name):
+        if not await store.remove_user(args.name):
             raise refused(f"no user {args.name!r}")
         print(f"Removed {shown(args.name)}: their token no longer works.")
         return EXIT_OK
-    rows = list_users(db)
+    rows = await store.list_users()
     if args.json:
         print_json(rows)
         return EXIT_OK
@@ -41,17 +41,16 @@ def users(args: argparse.Namespace, session: Session) -> int:
     return EXIT_OK
 
 
-def who_decides(args: argparse.Namespace, session: Session) -> tuple[str, list[str], str]:
+async def who_decides(args: argparse.Namespace, session: Session) -> tuple[str, list[str], str]:
     """The CLI's principal: the owner of APPROVER_TOKEN when set, else `--as NAME` or the
     operating-system user, with that name's groups. Returns (name, groups, how it was known)."""
-    from projection.users import groups_of, verify_token
-
+    store = session.store()
     token = os.environ.get(TOKEN_ENV)
     if token:
-        principal = verify_token(session.settings.approvals_db, token)
+        principal = await store.verify_token(token)
         if principal is None:
             raise CliError(f"{TOKEN_ENV} is not the token of any user (see: starter.py users list)", EXIT_USAGE)
         return principal.name, principal.groups, TOKEN_ENV
     name = args.decided_by or getpass.getuser()
     how = "--as" if args.decided_by else "the operating-system user"
-    return name, groups_of(session.settings.approvals_db, name), how
+    return name, await store.groups_of(name), how

@@ -26,11 +26,12 @@ def event_line(event: dict[str, Any]) -> str:
     return shown(f"[{short_time(event['created_at'])}] {event['event_type']} {payload}".rstrip())
 
 
-def _read(session: Session, conversation_id: str, after: int) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    from projection.reader import events_after, get_conversation, reading
-
-    with reading(session.settings.approvals_db) as conn:
-        return events_after(conn, after, conversation_id), get_conversation(conn, conversation_id)
+async def _read(
+    session: Session, conversation_id: str, after: int
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    store = session.store()
+    events, _ = await store.events(after, conversation_id)
+    return events, await store.conversation(conversation_id)
 
 
 class _Follower:
@@ -76,7 +77,7 @@ class _Follower:
 async def watch(args: argparse.Namespace, session: Session) -> int:
     follower = _Follower(session, args.conversation)
     state = await follower.state()
-    events, row = _read(session, args.conversation, 0)
+    events, row = await _read(session, args.conversation, 0)
     if state is not None:
         if state.get("archived_messages"):
             note(f"{state['archived_messages']} earlier message(s) were compacted; `show` prints them.")
@@ -87,7 +88,7 @@ async def watch(args: argparse.Namespace, session: Session) -> int:
     else:
         follower.print_events(events)
     while True:
-        events, row = _read(session, args.conversation, follower.last_event)
+        events, row = await _read(session, args.conversation, follower.last_event)
         follower.print_events(events)
         state = await follower.state()
         follower.print_messages(state)

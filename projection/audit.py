@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from projection.backend import Tx
 from workflows.models import ApprovalRecord, arguments_hash
 
 
-def write_decision_facts(conn: sqlite3.Connection, record: ApprovalRecord) -> None:
+async def write_decision_facts(tx: Tx, record: ApprovalRecord) -> None:
     """Keep how a decision was made; the first write wins, like the resolution it belongs to."""
     if record.resolution is None:
         return
-    conn.execute(
-        "INSERT OR IGNORE INTO ui_decision_facts (request_id, decided_via, decided_args_hash) VALUES (?, ?, ?)",
+    await tx.execute(
+        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash) VALUES (?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
         (record.request_id, record.decided_via, record.decided_args_hash),
     )
 
@@ -41,7 +42,7 @@ def outcome(decision: str | None, execution_state: str | None) -> str:
     return _OUTCOMES.get(execution_state, execution_state)
 
 
-def list_audit(conn: sqlite3.Connection, since: str | None = None) -> list[dict[str, Any]]:
+async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     """Every request since an ISO time (all when None), oldest first."""
     sql = (
         "SELECT a.request_id, a.conversation_id, a.tool_name, a.permission_type, a.details_json, a.created_at,"
@@ -54,8 +55,7 @@ def list_audit(conn: sqlite3.Connection, since: str | None = None) -> list[dict[
         params = [since, since]
     sql += " ORDER BY a.created_at, a.request_id"
     rows = []
-    for row in conn.execute(sql, params):
-        item = dict(row)
+    for item in await tx.fetchall(sql, params):
         arguments = json.loads(item.pop("details_json")).get("arguments", {})
         item["arguments"] = arguments
         item["args_hash"] = arguments_hash(arguments)

@@ -1,19 +1,18 @@
 """Decision claims: the first person to decide a request wins at once, before the workflow records it.
 
-The CLI and the UI both claim here (one row per request id, INSERT or refuse) before they signal
-the workflow, so two near-simultaneous decisions never both go out and neither is silently dropped.
-This table is the deciders' arbiter; the projection tables stay the worker's alone.
+The CLI and the UI both claim here (one row per request id, inserted once or refused) before they
+signal the workflow, so two near-simultaneous decisions never both go out and neither is silently
+dropped, whichever processes or hosts they come from. This table is the deciders' arbiter; the
+projection tables stay the worker's alone.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from projection.db import connect_writer
+from projection.backend import Tx
 from projection.writes import now_iso
 from workflows.approvers import approver_refusal, may_decide
 from workflows.models import (
@@ -45,99 +44,82 @@ class ClaimedDecision:
     decision: DecisionInput
 
 
-def claim_decision(db_path: Path, decision: DecisionInput) -> ClaimedDecision:
+async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     """Check the request against the projection and claim it atomically, or refuse."""
-    conn = connect_writer(db_path)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        row = conn.execute(
-            "SELECT conversation_id, decision, decided_by, details_json FROM ui_pending_approvals WHERE request_id = ?",
-            (decision.request_id,),
-        ).fetchone()
-        if row is None:
-            conn.execute("ROLLBACK")
-            raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {decision.request_id}")
-        if row["decision"] is not None:
-            conn.execute("ROLLBACK")
-            raise DecisionRefused(
-                ERROR_ALREADY_RESOLVED,
-                f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
-            )
-        stale = _stale_hash(decision, row["details_json"])
-        if stale is not None:
-            conn.execute("ROLLBACK")
-            raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
-        approvers = json.loads(row["details_json"]).get("approvers")
-        if not may_decide(approvers, decision.principal, decision.groups):
-            conn.execute("ROLLBACK")
-            why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups)
-            raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
-        if _one_of_several(conn, decision, json.loads(row["details_json"]).get("required", 1)):
-            conn.execute("COMMIT")
-            return ClaimedDecision(str(row["conversation_id"]), decision)
-        try:
-            conn.execute(
-                "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    decision.request_id,
-                    row["conversation_id"],
-                    decision.decision,
-                    decision.reason,
-                    decision.decided_by,
-                    now_iso(),
-                ),
-            )
-        except sqlite3.IntegrityError:
-            earlier = conn.execute(
-                "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
-                (decision.request_id,),
-            ).fetchone()
-            conn.execute("ROLLBACK")
-            first = DecisionInput(
-                request_id=decision.request_id,
-                decision=earlier["decision"],
-                reason=earlier["reason"],
-                decided_by=earlier["decided_by"],
-            )
-            raise DecisionRefused(
-                ERROR_ALREADY_RESOLVED,
-                f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
-                ClaimedDecision(str(row["conversation_id"]), first) if _stale(earlier["claimed_at"]) else None,
-            ) from None
-        conn.execute("COMMIT")
-        return ClaimedDecision(str(row["conversation_id"]), decision)
-    finally:
-        conn.close()
+    row = await tx.fetchone(
+        "SELECT conversation_id, decision, decided_by, details_json FROM ui_pending_approvals WHERE request_id = ?",
+        (decision.request_id,),
+    )
+    if row is None:
+        raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {decision.request_id}")
+    if row["decision"] is not None:
+        raise DecisionRefused(
+            ERROR_ALREADY_RESOLVED,
+            f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
+        )
+    conversation_id = str(row["conversation_id"])
+    details = json.loads(row["details_json"])
+    stale = _stale_hash(decision, details.get("arguments", {}))
+    if stale is not None:
+        raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
+    approvers = details.get("approvers")
+    if not may_decide(approvers, decision.principal, decision.groups):
+        why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups)
+        raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
+    if await _one_of_several(tx, decision, details.get("required", 1)):
+        return ClaimedDecision(conversation_id, decision)
+    # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
+    won = await tx.execute(
+        "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING",
+        (decision.request_id, conversation_id, decision.decision, decision.reason, decision.decided_by, now_iso()),
+    )
+    if won:
+        return ClaimedDecision(conversation_id, decision)
+    earlier = await tx.fetchone(
+        "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
+        (decision.request_id,),
+    )
+    if earlier is None:  # released by its sender between our insert and this read: a lost race
+        raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.request_id} is being decided; try again")
+    first = DecisionInput(
+        request_id=decision.request_id,
+        decision=earlier["decision"],
+        reason=earlier["reason"],
+        decided_by=earlier["decided_by"],
+    )
+    raise DecisionRefused(
+        ERROR_ALREADY_RESOLVED,
+        f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
+        ClaimedDecision(conversation_id, first) if _stale(earlier["claimed_at"]) else None,
+    )
 
 
-def _one_of_several(conn: sqlite3.Connection, decision: DecisionInput, required: int) -> bool:
+async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> bool:
     """An approval of a request that needs several people: record this person's approval (once) and
     say whether it still waits for others (then it is sent without claiming the request; the last
     approval, or any deny, claims it as usual)."""
     if decision.decision == "deny" or required <= 1:
         return False
-    if conn.execute("SELECT 1 FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)).fetchone():
-        return False  # decided already: the claim below refuses it
-    try:
-        conn.execute(
-            "INSERT INTO ui_partial_approvals (request_id, principal, approved_at) VALUES (?, ?, ?)",
-            (decision.request_id, decision.principal, now_iso()),
-        )
-    except sqlite3.IntegrityError:
-        conn.execute("ROLLBACK")
-        raise DecisionRefused(
-            ERROR_ALREADY_RESOLVED, f"{decision.principal} already approved {decision.request_id}"
-        ) from None
-    count = conn.execute("SELECT COUNT(*) FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,))
-    return int(count.fetchone()[0]) < required
+    if await tx.fetchone("SELECT 1 AS taken FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)):
+        return False  # decided already: the claim refuses it
+    added = await tx.execute(
+        "INSERT INTO ui_partial_approvals (request_id, principal, approved_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (decision.request_id, decision.principal, now_iso()),
+    )
+    if not added:
+        raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.principal} already approved {decision.request_id}")
+    count = await tx.fetchone(
+        "SELECT COUNT(*) AS approvals FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,)
+    )
+    return count is not None and int(count["approvals"]) < required
 
 
-def _stale_hash(decision: DecisionInput, details_json: str) -> str | None:
+def _stale_hash(decision: DecisionInput, arguments: object) -> str | None:
     """Why the decision is stale (it was made on other arguments than the request's), or None."""
     if decision.args_hash is None:
         return None
-    current = arguments_hash(json.loads(details_json).get("arguments", {}))
+    current = arguments_hash(arguments)
     if decision.args_hash == current:
         return None
     return f"{decision.request_id} is stale: decided on arguments hash {decision.args_hash}, the call's is {current}"
@@ -149,10 +131,6 @@ def _stale(claimed_at: str) -> bool:
     return age.total_seconds() > STALE_CLAIM_SECONDS
 
 
-def release_claim(db_path: Path, request_id: str) -> None:
+async def release_claim(tx: Tx, request_id: str) -> None:
     """Undo a claim whose signal could not be delivered, so the person can try again."""
-    conn = connect_writer(db_path)
-    try:
-        conn.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
-    finally:
-        conn.close()
+    await tx.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))

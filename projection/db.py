@@ -1,121 +1,100 @@
-"""The SQLite approvals projection: schema, one writer connection, read-only readers.
+"""SQLite connections for the embedded backend: one writer per process, read-only readers.
 
-A read model only: Temporal's history is the source of truth, and every write here is
-idempotent, so a retried or replayed activity never duplicates a row or an event.
+WAL mode lets readers (the UI, the CLI) read while the worker writes; the one writer connection
+of a process serialises its writes with `BEGIN IMMEDIATE`. The schema comes from the versioned
+migrations, applied in one transaction, so a reader never sees half a schema.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Coroutine, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS ui_pending_approvals (
-    request_id TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    turn_id TEXT NOT NULL,
-    tool_call_id TEXT NOT NULL,
-    tool_name TEXT NOT NULL,
-    permission_type TEXT NOT NULL,
-    details_json TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    expires_at TEXT,
-    resolved_at TEXT,
-    decision TEXT,
-    decided_by TEXT,
-    reason TEXT,
-    kv_snapshot_json TEXT NOT NULL DEFAULT '{}',
-    execution_state TEXT,
-    UNIQUE (conversation_id, tool_call_id)
-);
-CREATE INDEX IF NOT EXISTS ui_pending_approvals_unresolved
-    ON ui_pending_approvals (conversation_id, created_at) WHERE resolved_at IS NULL;
-CREATE TABLE IF NOT EXISTS ui_conversations (
-    conversation_id TEXT PRIMARY KEY,
-    turn_status TEXT NOT NULL,
-    pending_count INTEGER NOT NULL DEFAULT 0,
-    updated_at TEXT NOT NULL,
-    version INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS ui_conversations_updated ON ui_conversations (updated_at DESC);
-CREATE TABLE IF NOT EXISTS ui_events (
-    event_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_key TEXT NOT NULL UNIQUE,
-    event_type TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    payload_json TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ui_transcript_archive (
-    conversation_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    message_json TEXT NOT NULL,
-    archived_at TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, seq)
-);
-CREATE TABLE IF NOT EXISTS ui_decision_claims (
-    request_id TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    reason TEXT,
-    decided_by TEXT,
-    claimed_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ui_decision_facts (
-    request_id TEXT PRIMARY KEY,
-    decided_via TEXT,
-    decided_args_hash TEXT
-);
-CREATE TABLE IF NOT EXISTS ui_users (
-    name TEXT PRIMARY KEY,
-    token_id TEXT NOT NULL UNIQUE,
-    groups_json TEXT NOT NULL,
-    salt TEXT NOT NULL,
-    token_hash TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ui_partial_approvals (
-    request_id TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    approved_at TEXT NOT NULL,
-    PRIMARY KEY (request_id, principal)
-);
-CREATE TABLE IF NOT EXISTS ui_session_people (
-    session_hash TEXT PRIMARY KEY,
-    name TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ui_sessions (
-    session_hash TEXT PRIMARY KEY,
-    expires_at INTEGER NOT NULL
-);
-"""
+from projection.backend import Component, Dialect
+from projection.migrations import latest_version, migrate
+
+T = TypeVar("T")
 
 
-def connect_writer(path: Path, schema: str = SCHEMA) -> sqlite3.Connection:
+class SqliteTx:
+    """Tx over a sqlite3 connection. Its methods never suspend, so an operation written against
+    Tx runs to completion synchronously on the thread that holds the connection (see `drive`)."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._conn.execute(sql, tuple(params)).rowcount
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        row = self._conn.execute(sql, tuple(params)).fetchone()
+        return dict(row) if row is not None else None
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return [dict(row) for row in self._conn.execute(sql, tuple(params))]
+
+    async def append_events(self) -> None:
+        """Nothing to do: a SQLite file has one writer at a time, so ids already grow in commit order."""
+
+
+def drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (an operation over SqliteTx) to its result."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a SQLite operation awaited something other than its connection")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def connect_writer(path: Path, component: Component = "projection") -> sqlite3.Connection:
     """The one writer of a process: WAL, autocommit, explicit BEGIN IMMEDIATE per change."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA busy_timeout=30000")
     conn.execute("PRAGMA synchronous=NORMAL")
-    # One transaction: a reader never sees half a schema.
-    conn.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
-    conn.row_factory = sqlite3.Row
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        drive(migrate(SqliteTx(conn), component, _now()))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        conn.close()
+        raise
+    conn.execute("COMMIT")
     return conn
 
 
 def connect_reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection. A file without the schema (missing, or just being created by a
-    worker) gets it first, so a fresh install reads as empty rather than failing."""
+    """A read-only connection. A file without the current schema (missing, or just being created
+    by a worker) gets it first, so a fresh install reads as empty rather than failing."""
     if not path.exists():
         connect_writer(path).close()
     conn = _open_read_only(path)
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'ui_pending_approvals'").fetchone() is None:
+    if not _current(conn):
         conn.close()
         connect_writer(path).close()
         conn = _open_read_only(path)
     return conn
+
+
+def _current(conn: sqlite3.Connection) -> bool:
+    try:
+        row = conn.execute("SELECT MAX(version) FROM schema_version WHERE component = 'projection'").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return row[0] is not None and int(row[0]) >= latest_version("projection")
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
@@ -128,9 +107,9 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
 class Writer:
     """Serialises this process's writes through one connection (sqlite allows one writer)."""
 
-    def __init__(self, path: Path, schema: str = SCHEMA) -> None:
+    def __init__(self, path: Path, component: Component = "projection") -> None:
         self.path = path
-        self._schema = schema
+        self._component: Component = component
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._file: tuple[int, int] | None = None
@@ -138,13 +117,19 @@ class Writer:
     def transaction(self) -> _Transaction:
         return _Transaction(self)
 
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
     def _connection(self) -> sqlite3.Connection:
         # A deleted file, or one deleted and recreated by another process (a reader, a rebuild),
         # gets a new connection rather than writes into an unlinked inode.
         if self._conn is None or _identity(self.path) != self._file:
             if self._conn is not None:
                 self._conn.close()
-            self._conn = connect_writer(self.path, self._schema)
+            self._conn = connect_writer(self.path, self._component)
             self._file = _identity(self.path)
         return self._conn
 

@@ -33,9 +33,7 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverse
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError
 
-from projection.db import Writer
-from projection.reader import reading
-from projection.writes import write_conversation
+from projection.store import ProjectionStore
 from workflows.models import ConversationProjection, ProjectionEvent, TurnStatus
 
 log = logging.getLogger(__name__)
@@ -84,14 +82,9 @@ def _version() -> int:
     return int(time.time() * 1000) * 1000 + 999
 
 
-def _open_rows(writer: Writer) -> list[dict[str, object]]:
+async def _open_rows(store: ProjectionStore) -> list[dict[str, object]]:
     """Every conversation not closed; `marked`: this watch set it failed (its last event is the watch's)."""
-    sql = """SELECT c.conversation_id, c.turn_status, c.pending_count,
-               (SELECT e.payload_json FROM ui_events e WHERE e.conversation_id = c.conversation_id
-                ORDER BY e.event_id DESC LIMIT 1) AS last_payload
-             FROM ui_conversations c WHERE c.turn_status IN ('idle', 'running', 'awaiting_approval', 'failed')"""
-    with reading(writer.path) as conn:
-        found = [dict(row) for row in conn.execute(sql)]
+    found = await store.open_conversations()
     return [{**row, "marked": row["turn_status"] == "failed" and _marked(row.pop("last_payload"))} for row in found]
 
 
@@ -103,9 +96,9 @@ def _marked(payload_json: object) -> bool:
 
 
 class FailureWatch:
-    def __init__(self, client: Client, writer: Writer, interval: float) -> None:
+    def __init__(self, client: Client, store: ProjectionStore, interval: float) -> None:
         self._client = client
-        self._writer = writer
+        self._store = store
         self._interval = interval
 
     async def run(self) -> None:
@@ -117,22 +110,22 @@ class FailureWatch:
             await asyncio.sleep(self._interval)
 
     async def check_once(self) -> None:
-        for row in await asyncio.to_thread(_open_rows, self._writer):
+        for row in await _open_rows(self._store):
             conversation_id = str(row["conversation_id"])
             try:
                 failure = await failing_task(self._client, conversation_id)
                 if failure is not None and not row["marked"]:
-                    await asyncio.to_thread(self._mark_failed, conversation_id, row, failure)
+                    await self._mark_failed(conversation_id, row, failure)
                 elif failure is None and row["marked"]:
                     await self._heal(conversation_id)
             except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
                 log.warning("failure watch: cannot check %s: %s", conversation_id, err)
 
-    def _mark_failed(self, conversation_id: str, row: dict[str, object], failure: TaskFailure) -> None:
+    async def _mark_failed(self, conversation_id: str, row: dict[str, object], failure: TaskFailure) -> None:
         log.error("conversation %s: %s", conversation_id, failure.reason)
         payload = {"reason": failure.reason, "kind": KIND, "previous_status": row["turn_status"]}
         key = f"{conversation_id}:{failure.run_id}:{failure.event_id}"
-        self._write(conversation_id, "failed", int(str(row["pending_count"])), "turn.failed", key, payload)
+        await self._write(conversation_id, "failed", int(str(row["pending_count"])), "turn.failed", key, payload)
 
     async def _heal(self, conversation_id: str) -> None:
         from control import get_state  # control imports the CLI's claims; keep this module light
@@ -147,11 +140,9 @@ class FailureWatch:
         key = f"{conversation_id}:{state.turn_id}:{_version()}"
         payload: dict[str, object] = {"turn_status": state.turn_status}
         pending = len(state.pending_approvals)
-        await asyncio.to_thread(
-            self._write, conversation_id, state.turn_status, pending, "turn.recovered", key, payload
-        )
+        await self._write(conversation_id, state.turn_status, pending, "turn.recovered", key, payload)
 
-    def _write(
+    async def _write(
         self, conversation_id: str, status: TurnStatus, pending: int, event: str, key: str, payload: dict[str, object]
     ) -> None:
         projection = ConversationProjection(
@@ -166,5 +157,4 @@ class FailureWatch:
                 )
             ],
         )
-        with self._writer.transaction() as conn:
-            write_conversation(conn, projection)
+        await self._store.project_conversation(projection)

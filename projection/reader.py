@@ -1,68 +1,127 @@
-"""Read queries over the projection for the CLI and the UI: they work with no worker running."""
+"""Read queries over the projection for the CLI and the UI: they work with no worker running.
+
+Listings are keyset pages: a page ends with an opaque cursor naming its last row, and the next
+page starts strictly after it, so a page costs the same at any size and a row written meanwhile
+is neither skipped nor repeated.
+"""
 
 from __future__ import annotations
 
+import base64
 import json
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from projection.audit import outcome
-from projection.db import connect_reader
+from projection.backend import Tx
 from workflows.models import arguments_hash
 
-ApprovalFilter = Literal["pending", "resolved", "all"]
+ApprovalFilter = Literal["pending", "sent", "resolved", "all"]
 
 
-@contextmanager
-def reading(db_path: Path) -> Iterator[sqlite3.Connection]:
-    conn = connect_reader(db_path)
+class BadCursor(ValueError):
+    """An `after` value that no page handed out."""
+
+
+@dataclass
+class Page:
+    items: list[dict[str, Any]] = field(default_factory=list)
+    next: str | None = None  # pass as `after` for the next page; None on the last page
+
+
+def _encode(*key: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[str, str]:
     try:
-        yield conn
-    finally:
-        conn.close()
+        first, second = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise BadCursor(f"not a page cursor: {cursor!r}") from None
+    return str(first), str(second)
 
 
-# Why a failed conversation failed: the reason of its newest turn.failed event.
+def _page(rows: list[dict[str, Any]], limit: int | None, key: tuple[str, str]) -> Page:
+    if limit is None or len(rows) <= limit:
+        return Page(rows)
+    rows = rows[:limit]
+    return Page(rows, _encode(str(rows[-1][key[0]]), str(rows[-1][key[1]])))
+
+
+# Why a failed conversation failed: the payload of its newest turn.failed event (its reason is
+# read in Python, so the query is the same on both backends).
 _CONVERSATION_COLUMNS = """conversation_id, turn_status, pending_count, updated_at,
-    CASE WHEN turn_status = 'failed' THEN (SELECT json_extract(e.payload_json, '$.reason') FROM ui_events e
+    CASE WHEN turn_status = 'failed' THEN (SELECT e.payload_json FROM ui_events e
       WHERE e.conversation_id = ui_conversations.conversation_id AND e.event_type = 'turn.failed'
-      ORDER BY e.event_id DESC LIMIT 1) END AS last_error"""
+      ORDER BY e.event_id DESC LIMIT 1) END AS failed_payload"""
 
 
-def list_conversations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def _conversation(row: dict[str, Any]) -> dict[str, Any]:
+    payload = row.pop("failed_payload", None)
+    try:
+        row["last_error"] = json.loads(payload).get("reason") if payload else None
+    except (ValueError, AttributeError):
+        row["last_error"] = None
+    return row
+
+
+async def list_conversations(
+    tx: Tx, limit: int | None = None, after: str | None = None, status: str | None = None
+) -> Page:
     """Newest activity first: what the inbox lists, with the status behind each dot."""
-    return [
-        dict(row)
-        for row in conn.execute(
-            f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations ORDER BY updated_at DESC, conversation_id"
-        )
-    ]
+    where: list[str] = []
+    params: list[Any] = []
+    if status is not None:
+        where.append("turn_status = ?")
+        params.append(status)
+    if after is not None:
+        updated_at, conversation_id = _decode(after)
+        where.append("(updated_at < ? OR (updated_at = ? AND conversation_id > ?))")
+        params += [updated_at, updated_at, conversation_id]
+    sql = f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations"
+    if where:
+        sql += f" WHERE {' AND '.join(where)}"
+    sql += " ORDER BY updated_at DESC, conversation_id"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit + 1)
+    found = [_conversation(row) for row in await tx.fetchall(sql, params)]
+    return _page(found, limit, ("updated_at", "conversation_id"))
 
 
-def get_conversation(conn: sqlite3.Connection, conversation_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations WHERE conversation_id = ?",
-        (conversation_id,),
-    ).fetchone()
-    return dict(row) if row is not None else None
+async def get_conversation(tx: Tx, conversation_id: str) -> dict[str, Any] | None:
+    row = await tx.fetchone(
+        f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations WHERE conversation_id = ?", (conversation_id,)
+    )
+    return _conversation(row) if row is not None else None
+
+
+async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
+    """Every conversation not closed, with the payload of its newest event."""
+    return await tx.fetchall(
+        """SELECT c.conversation_id, c.turn_status, c.pending_count,
+             (SELECT e.payload_json FROM ui_events e WHERE e.conversation_id = c.conversation_id
+              ORDER BY e.event_id DESC LIMIT 1) AS last_payload
+           FROM ui_conversations c WHERE c.turn_status IN ('idle', 'running', 'awaiting_approval', 'failed')"""
+    )
 
 
 _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_id, a.tool_name, a.permission_type,
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
     a.kv_snapshot_json, a.execution_state,
     c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
-    f.decided_via, f.decided_args_hash,
-    (SELECT json_group_array(p.principal) FROM ui_partial_approvals p WHERE p.request_id = a.request_id)
-      AS approved_by_json"""
-# The claim a decider made and the facts of the recorded decision (door, arguments hash).
-_APPROVAL_JOINS = """ui_pending_approvals a LEFT JOIN ui_decision_claims c ON c.request_id = a.request_id
-    LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"""
+    f.decided_via, f.decided_args_hash"""
+# The claim a decider made, and the facts of the recorded decision (door, arguments hash).
+_APPROVALS = f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a LEFT JOIN ui_decision_claims c"
+_APPROVALS += " ON c.request_id = a.request_id LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
+_STATUS_CLAUSES = {
+    "pending": "a.resolved_at IS NULL",
+    "sent": "a.resolved_at IS NULL AND c.decision IS NOT NULL",
+    "resolved": "a.resolved_at IS NOT NULL",
+}
 
 
-def _approval(row: sqlite3.Row) -> dict[str, Any]:
+def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
     item["arguments"] = details.get("arguments", {})
@@ -70,9 +129,7 @@ def _approval(row: sqlite3.Row) -> dict[str, Any]:
     item["args_hash"] = arguments_hash(item["arguments"])
     item["outcome"] = outcome(item["decision"], item["execution_state"])
     item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
-    # A request several people must approve: how many, and who has (as the doors sent it).
-    item["required"] = details.get("required", 1)
-    item["approved_by"] = json.loads(item.pop("approved_by_json") or "[]")
+    item["required"] = details.get("required", 1)  # distinct approvals it needs
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
@@ -81,37 +138,63 @@ def _approval(row: sqlite3.Row) -> dict[str, Any]:
     return item
 
 
-def list_approvals(
-    conn: sqlite3.Connection, status: ApprovalFilter = "pending", conversation_id: str | None = None
-) -> list[dict[str, Any]]:
-    where, params = [], []
-    if status == "pending":
-        where.append("a.resolved_at IS NULL")
-    elif status == "resolved":
-        where.append("a.resolved_at IS NOT NULL")
+async def list_approvals(
+    tx: Tx,
+    status: ApprovalFilter = "pending",
+    conversation_id: str | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> Page:
+    """Oldest first. "pending" means not yet recorded by the workflow (it includes "sent")."""
+    where: list[str] = []
+    params: list[Any] = []
+    if status in _STATUS_CLAUSES:
+        where.append(_STATUS_CLAUSES[status])
     if conversation_id is not None:
         where.append("a.conversation_id = ?")
         params.append(conversation_id)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    sql = f"SELECT {_APPROVAL_COLUMNS} FROM {_APPROVAL_JOINS} {clause} ORDER BY a.created_at, a.request_id"
-    return [_approval(row) for row in conn.execute(sql, params)]
+    if after is not None:
+        created_at, request_id = _decode(after)
+        where.append("(a.created_at > ? OR (a.created_at = ? AND a.request_id > ?))")
+        params += [created_at, created_at, request_id]
+    sql = _APPROVALS + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY a.created_at, a.request_id"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit + 1)
+    rows = await _with_approvals([_approval(row) for row in await tx.fetchall(sql, params)], tx)
+    return _page(rows, limit, ("created_at", "request_id"))
 
 
-def get_approval(conn: sqlite3.Connection, request_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        f"SELECT {_APPROVAL_COLUMNS} FROM {_APPROVAL_JOINS} WHERE a.request_id = ?",
-        (request_id,),
-    ).fetchone()
-    return _approval(row) if row is not None else None
+async def get_approval(tx: Tx, request_id: str) -> dict[str, Any] | None:
+    row = await tx.fetchone(f"{_APPROVALS} WHERE a.request_id = ?", (request_id,))
+    return (await _with_approvals([_approval(row)], tx))[0] if row is not None else None
 
 
-def latest_event_id(conn: sqlite3.Connection) -> int:
+async def _with_approvals(items: list[dict[str, Any]], tx: Tx) -> list[dict[str, Any]]:
+    """`approved_by`: who approved a request that needs several people, as the doors sent it."""
+    several = [item["request_id"] for item in items if item["required"] > 1]
+    found: dict[str, list[str]] = {}
+    if several:
+        marks = ", ".join("?" * len(several))
+        for row in await tx.fetchall(
+            f"SELECT request_id, principal FROM ui_partial_approvals WHERE request_id IN ({marks})"
+            " ORDER BY approved_at, principal",
+            several,
+        ):
+            found.setdefault(row["request_id"], []).append(row["principal"])
+    for item in items:
+        item["approved_by"] = found.get(item["request_id"], [])
+    return items
+
+
+async def latest_event_id(tx: Tx) -> int:
     """The newest event's position (0 for an empty log): where a fresh stream starts."""
-    return int(conn.execute("SELECT COALESCE(MAX(event_id), 0) FROM ui_events").fetchone()[0])
+    row = await tx.fetchone("SELECT COALESCE(MAX(event_id), 0) AS latest FROM ui_events")
+    return int(row["latest"]) if row else 0
 
 
-def events_after(
-    conn: sqlite3.Connection, after_event_id: int = 0, conversation_id: str | None = None, limit: int = 500
+async def events_after(
+    tx: Tx, after_event_id: int = 0, conversation_id: str | None = None, limit: int = 500
 ) -> list[dict[str, Any]]:
     """The ordered event log from a position on: what SSE and `watch` stream."""
     sql = "SELECT event_id, event_type, conversation_id, payload_json, created_at FROM ui_events WHERE event_id > ?"
@@ -122,20 +205,17 @@ def events_after(
     sql += " ORDER BY event_id LIMIT ?"
     params.append(limit)
     events = []
-    for row in conn.execute(sql, params):
-        item = dict(row)
-        item["payload"] = json.loads(item.pop("payload_json"))
-        events.append(item)
+    for row in await tx.fetchall(sql, params):
+        row["payload"] = json.loads(row.pop("payload_json"))
+        row["event_id"] = int(row["event_id"])
+        events.append(row)
     return events
 
 
-def archived_messages(conn: sqlite3.Connection, conversation_id: str) -> list[dict[str, Any]]:
+async def archived_messages(tx: Tx, conversation_id: str) -> list[dict[str, Any]]:
     """The messages compactions took out of the model's transcript, oldest first: with the
     workflow's current messages, the whole transcript as people read it."""
-    return [
-        json.loads(row[0])
-        for row in conn.execute(
-            "SELECT message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq",
-            (conversation_id,),
-        )
-    ]
+    found = await tx.fetchall(
+        "SELECT message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq", (conversation_id,)
+    )
+    return [json.loads(row["message_json"]) for row in found]

@@ -1,4 +1,4 @@
-"""Rebuild the approvals projection from Temporal, after the SQLite file was lost or went stale.
+"""Rebuild the approvals projection from Temporal, after its database was lost or went stale.
 
 Temporal's history is the source of truth: the visibility listing names every conversation, and
 each running one answers `get_state` (which needs a worker, so every query is bounded). The writes
@@ -9,7 +9,6 @@ twice, or alongside a live worker, never duplicates a row or an event.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,8 +17,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from control import get_state
-from projection.db import Writer
-from projection.writes import now_iso, write_approval_requested, write_conversation
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.models import (
     WORKFLOW_TYPE,
@@ -64,7 +62,16 @@ async def rebuild_projection(
     client: Client, settings: Settings, query_timeout: timedelta = QUERY_TIMEOUT
 ) -> RebuildReport:
     """Bring the projection at settings.approvals_db in line with Temporal; safe to run at any time."""
-    writer = Writer(settings.approvals_db)
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        return await _rebuild(client, settings, store, query_timeout)
+    finally:
+        await store.close()
+
+
+async def _rebuild(
+    client: Client, settings: Settings, store: ProjectionStore, query_timeout: timedelta
+) -> RebuildReport:
     report = RebuildReport()
     latest: dict[str, WorkflowExecution] = {}
     # The conversations of this deployment: those its workers (settings.task_queue) run.
@@ -78,7 +85,7 @@ async def rebuild_projection(
 
     async def one(execution: WorkflowExecution) -> None:
         async with gate:
-            await _rebuild_one(client, writer, execution, query_timeout, report)
+            await _rebuild_one(client, store, execution, query_timeout, report)
 
     await asyncio.gather(*(one(execution) for execution in latest.values()))
     return report
@@ -92,16 +99,15 @@ def _newer(candidate: WorkflowExecution, known: WorkflowExecution) -> bool:
 
 
 async def _rebuild_one(
-    client: Client, writer: Writer, execution: WorkflowExecution, timeout: timedelta, report: RebuildReport
+    client: Client, store: ProjectionStore, execution: WorkflowExecution, timeout: timedelta, report: RebuildReport
 ) -> None:
     cid = execution.id
     # Any write from a workflow task after this moment carries a later version and wins.
     version = int(time.time() * 1000) * 1000
     if execution.status != WorkflowExecutionStatus.RUNNING:
         report.ended += 1
-        with writer.transaction() as conn:
-            write_conversation(conn, _conversation(cid, "closed", 0, version))
-            _resolve_stale(conn, cid, {}, keep=set(), fallback="canceled")
+        await store.project_conversation(_conversation(cid, "closed", 0, version))
+        await _resolve_stale(store, cid, {}, keep=set(), fallback="canceled")
         return
     try:
         state = await get_state(client, cid, timeout=timeout)
@@ -110,14 +116,16 @@ async def _rebuild_one(
         attributes = execution.typed_search_attributes
         status = attributes.get(TURN_STATUS_KEY) or "running"
         pending = attributes.get(PENDING_APPROVALS_KEY) or 0
-        with writer.transaction() as conn:
-            write_conversation(conn, _conversation(cid, status, pending, version))  # type: ignore[arg-type]
+        await store.project_conversation(_conversation(cid, status, pending, version))  # type: ignore[arg-type]
         return
     report.queried += 1
-    with writer.transaction() as conn:
-        report.pending_restored += _write_state(conn, state, version)
-        keep = {approval.request_id for approval in state.pending_approvals}
-        report.stale_resolved += _resolve_stale(conn, cid, state.resolutions, keep=keep, fallback=None)
+    # Awaited first, added after: `report.x += await ...` would read x before the await and lose
+    # what the other conversations' tasks added meanwhile.
+    restored = await _write_state(store, state, version)
+    keep = {approval.request_id for approval in state.pending_approvals}
+    resolved = await _resolve_stale(store, cid, state.resolutions, keep=keep, fallback=None)
+    report.pending_restored += restored
+    report.stale_resolved += resolved
 
 
 def _conversation(
@@ -133,12 +141,12 @@ def _conversation(
     )
 
 
-def _write_state(conn: sqlite3.Connection, state: ConversationState, version: int) -> int:
+async def _write_state(store: ProjectionStore, state: ConversationState, version: int) -> int:
     """The conversation row and every pending approval, with the events the workflow would write."""
     keeper = StatusKeeper(state.conversation_id)
     pending = state.pending_approvals
     conversation = _conversation(state.conversation_id, state.turn_status, len(pending), version)
-    write_conversation(conn, conversation)
+    await store.project_conversation(conversation)
     restored = 0
     for approval in pending:
         rid = approval.request_id
@@ -146,39 +154,29 @@ def _write_state(conn: sqlite3.Connection, state: ConversationState, version: in
             keeper.event("permission.request", rid, {"request_id": rid}),
             keeper.event("turn.awaiting_approval", rid, {"pending": len(pending)}),
         ]
-        known = conn.execute("SELECT 1 FROM ui_pending_approvals WHERE request_id = ?", (rid,)).fetchone()
-        write_approval_requested(
-            conn,
+        restored += await store.project_approval_requested(
             ApprovalRequestedProjection(
                 approval=approval, kv_snapshot=state.kv, conversation=conversation.model_copy(update={"events": events})
             ),
         )
-        restored += known is None
     return restored
 
 
-def _resolve_stale(
-    conn: sqlite3.Connection,
+async def _resolve_stale(
+    store: ProjectionStore,
     cid: str,
     resolutions: dict[str, Resolution],
     *,
     keep: set[str],
     fallback: Resolution | None,
 ) -> int:
-    """Rows the file shows pending that Temporal has resolved (or whose conversation ended)."""
-    stale = conn.execute(
-        "SELECT request_id FROM ui_pending_approvals WHERE conversation_id = ? AND resolved_at IS NULL", (cid,)
-    ).fetchall()
-    fixed = 0
-    for (request_id,) in stale:
+    """Rows the projection shows pending that Temporal has resolved (or whose conversation ended)."""
+    chosen: dict[str, str] = {}
+    reasons: dict[str, str] = {}
+    for request_id in await store.unresolved_request_ids(cid):
         resolution = resolutions.get(request_id, fallback)
         if request_id in keep or resolution is None:
             continue
-        reason = ENDED_REASON if request_id not in resolutions else REBUILT_REASON
-        conn.execute(
-            "UPDATE ui_pending_approvals SET decision = ?, decided_by = 'rebuild', reason = ?, resolved_at = ?"
-            " WHERE request_id = ? AND resolved_at IS NULL",
-            (resolution, reason, now_iso(), request_id),
-        )
-        fixed += 1
-    return fixed
+        chosen[request_id] = resolution
+        reasons[request_id] = ENDED_REASON if request_id not in resolutions else REBUILT_REASON
+    return await store.resolve_stale(cid, chosen, keep, reasons) if chosen else 0

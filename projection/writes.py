@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 
 from projection.audit import write_decision_facts
+from projection.backend import Tx
 from workflows.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
@@ -24,9 +24,9 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def write_conversation(conn: sqlite3.Connection, conv: ConversationProjection) -> None:
+async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
     """Upsert the status row unless a newer write already landed, then append the events once."""
-    conn.execute(
+    await tx.execute(
         """INSERT INTO ui_conversations (conversation_id, turn_status, pending_count, updated_at, version)
            VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (conversation_id) DO UPDATE SET
@@ -35,10 +35,12 @@ def write_conversation(conn: sqlite3.Connection, conv: ConversationProjection) -
            WHERE excluded.version > ui_conversations.version""",
         (conv.conversation_id, conv.turn_status, conv.pending_count, _iso(conv.updated_at), conv.version),
     )
+    if conv.events:
+        await tx.append_events()
     for event in conv.events:
-        conn.execute(
-            """INSERT OR IGNORE INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
-               VALUES (?, ?, ?, ?, ?)""",
+        await tx.execute(
+            """INSERT INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
+               VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING""",
             (
                 event.event_key,
                 event.event_type,
@@ -64,13 +66,14 @@ def _details(record: ApprovalRecord) -> str:
     return json.dumps(details, sort_keys=True)
 
 
-def write_approval_requested(conn: sqlite3.Connection, payload: ApprovalRequestedProjection) -> None:
+async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection) -> bool:
+    """The pending row (once) and the conversation; True when the row is new."""
     rec = payload.approval
-    conn.execute(
+    added = await tx.execute(
         """INSERT INTO ui_pending_approvals (request_id, conversation_id, turn_id, tool_call_id, tool_name,
              permission_type, details_json, created_at, expires_at, kv_snapshot_json)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (request_id) DO NOTHING""",
+           ON CONFLICT DO NOTHING""",
         (
             rec.request_id,
             rec.conversation_id,
@@ -84,33 +87,55 @@ def write_approval_requested(conn: sqlite3.Connection, payload: ApprovalRequeste
             json.dumps(payload.kv_snapshot, sort_keys=True),
         ),
     )
-    write_conversation(conn, payload.conversation)
+    await write_conversation(tx, payload.conversation)
+    return added > 0
 
 
-def write_approval_resolved(conn: sqlite3.Connection, payload: ApprovalResolvedProjection) -> None:
+async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -> None:
     rec = payload.approval
     # A lost or rebuilt file may lack the pending row: write it whole, then resolve it.
-    write_approval_requested(
-        conn, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
+    await write_approval_requested(
+        tx, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
     )
-    conn.execute(
+    await tx.execute(
         """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
            WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
         (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
     )
-    write_decision_facts(conn, rec)
+    await write_decision_facts(tx, rec)
 
 
-def write_compaction(conn: sqlite3.Connection, payload: CompactionProjection) -> None:
+async def mark_execution(tx: Tx, request_id: str, state: str) -> None:
+    """What the UI shows of a decided tool: running, done, or unknown (a worker died mid-run)."""
+    await tx.execute("UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id))
+
+
+async def unresolved_request_ids(tx: Tx, conversation_id: str) -> list[str]:
+    rows = await tx.fetchall(
+        "SELECT request_id FROM ui_pending_approvals WHERE conversation_id = ? AND resolved_at IS NULL",
+        (conversation_id,),
+    )
+    return [str(row["request_id"]) for row in rows]
+
+
+async def resolve_stale(tx: Tx, request_id: str, resolution: str, decided_by: str, reason: str) -> bool:
+    """Resolve a row Temporal no longer holds pending (used by a rebuild); True when it changed."""
+    changed = await tx.execute(
+        "UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?"
+        " WHERE request_id = ? AND resolved_at IS NULL",
+        (resolution, decided_by, reason, now_iso(), request_id),
+    )
+    return changed > 0
+
+
+async def write_compaction(tx: Tx, payload: CompactionProjection) -> None:
     """Archive messages a compaction takes out of the model's transcript; a row per position, so
     a retried write adds nothing."""
     archived_at = _iso(payload.conversation.updated_at)
-    conn.executemany(
-        """INSERT OR IGNORE INTO ui_transcript_archive (conversation_id, seq, message_json, archived_at)
-           VALUES (?, ?, ?, ?)""",
-        [
-            (payload.conversation.conversation_id, item.seq, item.message.model_dump_json(), archived_at)
-            for item in payload.messages
-        ],
-    )
-    write_conversation(conn, payload.conversation)
+    for item in payload.messages:
+        await tx.execute(
+            """INSERT INTO ui_transcript_archive (conversation_id, seq, message_json, archived_at)
+               VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING""",
+            (payload.conversation.conversation_id, item.seq, item.message.model_dump_json(), archived_at),
+        )
+    await write_conversation(tx, payload.conversation)

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from demo_model.server import ScriptedModelServer
+from payload_store import data_converter
 from settings import Settings
+from tests.postgres import PostgresServer, database_for
 from tests.scripts import ScriptedModel
 from workflows.conversation import ConversationWorkflow
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
@@ -36,12 +37,18 @@ def binary(name: str) -> str:
     return on_path
 
 
+@pytest.fixture(scope="session")
+def payload_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The payload store every test's client, worker and replayer share (as one deployment does)."""
+    return tmp_path_factory.mktemp("payloads")
+
+
 @pytest_asyncio.fixture(scope="session")
-async def env() -> AsyncIterator[WorkflowEnvironment]:
+async def env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
     async with await WorkflowEnvironment.start_local(
         dev_server_existing_path=binary("temporal"),
         search_attributes=[TURN_STATUS_KEY, PENDING_APPROVALS_KEY],
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(Settings(payload_store=str(payload_dir))),
         dev_server_log_level="error",
     ) as environment:
         yield environment
@@ -61,12 +68,27 @@ def model() -> Iterator[ScriptedModel]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """Started only when a test asks for a PostgreSQL database."""
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def settings(tmp_path: Path, model: ScriptedModel) -> Settings:
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """The projection's location: SQLite unless the test is parametrised (`on_both_backends`)."""
+    return database_for(request, getattr(request, "param", "sqlite"), tmp_path)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, model: ScriptedModel, database: str | Path, payload_dir: Path) -> Settings:
     assert model.server is not None
     return Settings(
+        payload_store=str(payload_dir),
         task_queue=f"tq-{uuid.uuid4().hex[:8]}",
-        approvals_db=tmp_path / "approvals.db",
+        approvals_db=database,
         workspace_dir=tmp_path / "workspace",
         openai_base_url=model.server.base_url,
         openai_api_key="test-key",
@@ -91,7 +113,7 @@ async def histories(client: Client, request: pytest.FixtureRequest) -> AsyncIter
     recorder = HistoryRecorder()
     yield recorder
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter)
     for conversation_id in recorder.ids:
         async for history in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
             handle = client.get_workflow_handle(history.id, run_id=history.run_id)

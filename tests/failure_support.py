@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
 from control import get_state
 from settings import Settings
 from tests.conftest import HISTORY_DIR
-from tests.helpers import eventually, pending_rows, rows
+from tests.helpers import Db, eventually, pending_rows, rows
 from tests.processes import WorkerProcess, process_env
 from tests.scripts import Behaviour, first_user_text
 from workflows.conversation import ConversationWorkflow
@@ -93,7 +92,7 @@ def assistant_count(state: ConversationState) -> int:
     return sum(1 for message in state.messages if message.role == "assistant")
 
 
-def assert_projection_matches(db: Path, state: ConversationState) -> None:
+def assert_projection_matches(db: Db, state: ConversationState) -> None:
     """The projection shows what the workflow holds: the same pending ids and turn status."""
     cid = state.conversation_id
     assert sorted(r["request_id"] for r in pending_rows(db, cid)) == sorted(
@@ -106,7 +105,7 @@ def assert_projection_matches(db: Path, state: ConversationState) -> None:
     )
 
 
-async def projection_catches_up(client: Client, db: Path, conversation_id: str) -> ConversationState:
+async def projection_catches_up(client: Client, db: Db, conversation_id: str) -> ConversationState:
     """The projection lags history by one activity at most: wait until it shows what the query shows."""
 
     async def check() -> ConversationState:
@@ -123,7 +122,7 @@ async def projection_catches_up(client: Client, db: Path, conversation_id: str) 
 async def replay_recorded(client: Client, conversation_ids: list[str], label: str) -> int:
     """Save and replay every run of the given conversations; returns how many runs replayed."""
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter)
     replayed = 0
     for conversation_id in conversation_ids:
         async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psycopg
+from psycopg.rows import dict_row
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
@@ -34,7 +36,13 @@ async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float
         await asyncio.sleep(interval)
 
 
-def rows(db: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
+Db = str | Path  # a SQLite file or a PostgreSQL URL, as Settings.approvals_db holds it
+
+
+def rows(db: Db, sql: str, *params: Any) -> list[dict[str, Any]]:
+    """A test's own look at the tables (`?` placeholders on both backends); [] before they exist."""
+    if isinstance(db, str):
+        return _postgres_rows(db, sql, params)
     if not db.exists():
         return []
     conn = sqlite3.connect(db)
@@ -47,20 +55,39 @@ def rows(db: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
         conn.close()
 
 
-def pending_rows(db: Path, conversation_id: str | None = None) -> list[dict[str, Any]]:
+def execute(db: Db, sql: str, *params: Any) -> None:
+    """A test's own change to the tables (to age a row, say), on either backend."""
+    if isinstance(db, str):
+        with psycopg.connect(db, autocommit=True) as pg:
+            pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+        return
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
+def _postgres_rows(url: str, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    with psycopg.connect(url, row_factory=dict_row, autocommit=True) as conn:
+        try:
+            return conn.execute(sql.replace("?", "%s"), params).fetchall()  # type: ignore[arg-type]
+        except psycopg.errors.UndefinedTable:
+            return []
+
+
+def pending_rows(db: Db, conversation_id: str | None = None) -> list[dict[str, Any]]:
     sql = "SELECT * FROM ui_pending_approvals WHERE resolved_at IS NULL"
     if conversation_id is None:
         return rows(db, sql + " ORDER BY created_at")
     return rows(db, sql + " AND conversation_id = ? ORDER BY created_at", conversation_id)
 
 
-def approval_row(db: Path, request_id: str) -> dict[str, Any]:
+def approval_row(db: Db, request_id: str) -> dict[str, Any]:
     found = rows(db, "SELECT * FROM ui_pending_approvals WHERE request_id = ?", request_id)
     assert found, f"no row for {request_id}"
     return found[0]
 
 
-async def wait_pending(db: Path, conversation_id: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+async def wait_pending(db: Db, conversation_id: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
     async def check() -> list[dict[str, Any]]:
         found = pending_rows(db, conversation_id)
         return found if len(found) == count else []
@@ -90,13 +117,13 @@ async def workflow_task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
     ]
 
 
-def archived(db: Path, conversation_id: str) -> list[dict[str, Any]]:
+def archived(db: Db, conversation_id: str) -> list[dict[str, Any]]:
     """The projection's transcript archive of one conversation: (seq, message_json) rows."""
     sql = "SELECT seq, message_json FROM ui_transcript_archive WHERE conversation_id = ? ORDER BY seq"
     return rows(db, sql, conversation_id)
 
 
-def full_transcript(db: Path, state: ConversationState) -> list[ChatMessage]:
+def full_transcript(db: Db, state: ConversationState) -> list[ChatMessage]:
     """What people read: the archived messages, then the workflow's current ones after its head
     (the system prompt and the summary of what was compacted)."""
     old = [ChatMessage.model_validate_json(row["message_json"]) for row in archived(db, state.conversation_id)]

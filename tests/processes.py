@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from payload_store import data_converter
 from settings import Settings
 from tests.conftest import binary
 
@@ -53,8 +53,12 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
         OPENAI_API_KEY=settings.openai_api_key,
         LLM_MODEL=settings.llm_model,
         APPROVAL_TIMEOUT=str(settings.approval_timeout),
+        PAYLOAD_STORE=settings.payload_store_location,
+        PAYLOAD_STORE_THRESHOLD=str(settings.payload_store_threshold),
         PYTHONUNBUFFERED="1",
     )
+    if settings.s3_endpoint_url:
+        env["AWS_ENDPOINT_URL"] = settings.s3_endpoint_url
     if settings.policy_file is not None:
         env["POLICY_FILE"] = settings.policy_file
     env.update(extra)
@@ -110,11 +114,13 @@ class DevServer:
         wait_for_port(self.port)
         return self
 
-    async def client(self) -> Client:
+    async def client(self, settings: Settings | None = None) -> Client:
+        """A client with the converter (and payload store) of the given settings."""
+        converter = data_converter(settings)
         deadline = time.monotonic() + 60
         while True:
             try:
-                client = await Client.connect(self.address, data_converter=pydantic_data_converter)
+                client = await Client.connect(self.address, data_converter=converter)
                 await client.count_workflows()
                 return client
             except Exception:

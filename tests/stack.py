@@ -131,11 +131,12 @@ class Stack:
         self.model.stop()
 
 
-def make_stack(tmp: Path, temporal_address: str) -> Stack:
+def make_stack(tmp: Path, temporal_address: str, database: str | Path | None = None) -> Stack:
+    """database: the projection's location (default: a SQLite file in tmp)."""
     model = DemoModelProcess(tmp / "demo_model.log").start()
     settings = Settings(
         task_queue=f"tq-{uuid.uuid4().hex[:8]}",
-        approvals_db=tmp / "approvals.db",
+        approvals_db=database or tmp / "approvals.db",
         workspace_dir=tmp / "workspace",
         openai_base_url=model.base_url,
         openai_api_key="demo-key",

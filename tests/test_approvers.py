@@ -14,14 +14,14 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from control import get_state, start_conversation
-from projection.users import add_user, verify_token
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.stack import one_line
-from tests.ui_fixtures import api_client
+from tests.ui_fixtures import add_person, api_client
 from worker import build_worker
 from workflows.approvers import approvers_for, may_decide
 from workflows.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput, DecisionResult, PolicyRules
@@ -52,13 +52,18 @@ def test_rules_name_people_and_groups_and_match_any_part_of_a_shell_command() ->
     assert not may_decide(["group:sre", "alice"], None, ["sre"])
 
 
-def test_a_token_is_stored_only_as_a_salted_hash(settings: Settings) -> None:
-    token = add_user(settings.approvals_db, "sam", ["sre"])
+async def test_a_token_is_stored_only_as_a_salted_hash(settings: Settings) -> None:
+    token = await add_person(settings, "sam", ["sre"])
     [stored] = rows(settings.approvals_db, "SELECT * FROM ui_users")
     assert token not in json.dumps(stored) and token.split("-")[2] not in json.dumps(stored)
-    assert verify_token(settings.approvals_db, token).name == "sam"  # type: ignore[union-attr]
-    assert verify_token(settings.approvals_db, token[:-1] + ("0" if token[-1] != "0" else "1")) is None
-    assert verify_token(settings.approvals_db, "apr-nothing-here") is None
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        found = await store.verify_token(token)
+        assert found is not None and (found.name, found.groups) == ("sam", ["sre"])
+        assert await store.verify_token(token[:-1] + ("0" if token[-1] != "0" else "1")) is None
+        assert await store.verify_token("apr-nothing-here") is None
+    finally:
+        await store.close()
 
 
 @pytest.fixture
@@ -81,7 +86,7 @@ async def test_only_named_approvers_decide_at_every_door_and_in_the_workflow(
     added = await run_cli(settings, client, "users", "add", "sam", "--group", "sre")
     assert added.returncode == 0, added.stderr
     sam_token = added.stdout.strip()
-    olly_token = add_user(settings.approvals_db, "olly", ["dev"])
+    olly_token = await add_person(settings, "olly", ["dev"])
     again = await run_cli(settings, client, "users", "add", "sam")
     assert again.returncode == 3 and "already a user" in one_line(again.stderr)
     listed = await run_cli(settings, client, "users", "list", "--json")
@@ -159,7 +164,7 @@ async def test_a_two_person_rule_needs_two_distinct_approvers_and_one_deny_ends_
         ("c1", "run_shell", {"command": "kubectl version; echo ran >> twice.txt"}),
         ("c2", "run_shell", {"command": "kubectl version > denied.txt"}),
     )
-    tokens = {name: add_user(settings.approvals_db, name, ["sre"]) for name in ("sam", "sid")}
+    tokens = {name: await add_person(settings, name, ["sre"]) for name in ("sam", "sid")}
 
     def as_(name: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {tokens[name]}"}

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from temporalio.client import Client
 
 from control import start_conversation
-from projection.claims import claim_decision
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.helpers import rows
 from tests.ui_fixtures import api_client, seed_pending
@@ -48,10 +48,14 @@ async def test_every_call_of_a_batch_gets_exactly_one_outcome(
 ) -> None:
     n = next(_example)
     arguments = [{"path": f"{n}-{i}.txt", "content": str(i)} for i in range(4)]
-    ids = [seed_pending(settings, waiting_workflow, f"x{n}_{i}", "write_file", arguments[i]) for i in range(4)]
+    ids = [await seed_pending(settings, waiting_workflow, f"x{n}_{i}", "write_file", arguments[i]) for i in range(4)]
     ids.append(f"perm_{waiting_workflow}_x{n}_unknown")
-    for i in decided_first:
-        claim_decision(settings.approvals_db, DecisionInput(request_id=ids[i], decision="deny", decided_by="other"))
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        for i in decided_first:
+            await store.claim_decision(DecisionInput(request_id=ids[i], decision="deny", decided_by="other"))
+    finally:
+        await store.close()
 
     body_items = []
     for index, hash_kind in items:

@@ -70,8 +70,8 @@ async def test_a_closed_pipe_ends_show_pending_and_conversations_cleanly(
     cid = await start_conversation(client, settings, "many waits (no worker runs)", f"pipe-{uuid.uuid4().hex[:6]}")
     try:
         for n in range(400):  # far more output than a pipe holds
-            seed_pending(settings, cid, f"call_{n}", "run_shell", {"command": f"echo {n} " + "x" * 300})
-            seed_conversation(settings, f"pipe-other-{n}")
+            await seed_pending(settings, cid, f"call_{n}", "run_shell", {"command": f"echo {n} " + "x" * 300})
+            await seed_conversation(settings, f"pipe-other-{n}")
         address = env.client.service_client.config.target_host
         for args in (["show", cid, "--timeout", "0.5"], ["pending"], ["conversations"], ["pending", "--json"]):
             first, code, stderr = _first_line_then_close(settings, address, *args)

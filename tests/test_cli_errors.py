@@ -10,23 +10,26 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import rows
+from tests.postgres import BACKENDS, database_for
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack, one_line, until
+from tests.ui_fixtures import seed_conversation
 
 RUNS = 50
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("cli-errors")
     server = DevServer(tmp / "temporal.db", tmp / "temporal.log").start()
-    system = make_stack(tmp, server.address)
+    system = make_stack(tmp, server.address, database_for(request, request.param, tmp))
     system.start_worker()
     yield system
     system.stop()
@@ -152,3 +155,22 @@ def _root() -> Path:
     from tests.processes import REPO_ROOT
 
     return REPO_ROOT
+
+
+async def test_listings_come_a_page_at_a_time(stack: Stack) -> None:
+    """`--limit` pages, `--after` continues where the page ended (the cursor is on stderr), filters hold."""
+    base = datetime(2020, 1, 1, tzinfo=UTC)  # older than anything the other tests started
+    for i in range(5):
+        await seed_conversation(stack.settings, f"conv-paged-{i}", "failed", at=base + timedelta(minutes=i))
+    seen: list[str] = []
+    after: list[str] = []
+    while True:
+        done = stack.cli_ok("conversations", "--status", "failed", "--limit", "2", "--json", *after)
+        seen += [row["conversation_id"] for row in json.loads(done.stdout)]
+        if "--after" not in done.stderr:
+            break
+        after = ["--after", done.stderr.split("--after ")[1].split()[0]]
+    assert seen == [f"conv-paged-{i}" for i in range(4, -1, -1)]
+    bad = stack.cli("conversations", "--after", "nonsense")
+    assert bad.returncode == 2 and "cursor" in one_line(bad.stderr)
+    assert stack.cli("pending", "--limit", "0").returncode == 2

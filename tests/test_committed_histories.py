@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from payload_store import data_converter
+from payload_store.history import references
+from settings import Settings
 from workflows.conversation import ConversationWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+# The payload store the histories with references were recorded against (read only here).
+PAYLOADS = Path(__file__).parent / "histories" / "payloads"
 
 
 def test_the_previous_release_left_histories_to_replay() -> None:
@@ -27,6 +31,16 @@ def test_the_previous_release_left_histories_to_replay() -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_committed_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    converter = data_converter(Settings(payload_store=str(PAYLOADS)))
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"
+
+
+def test_a_history_with_stored_payloads_is_committed_with_its_payloads() -> None:
+    history = WorkflowHistory.from_json("stored_payloads", (PAYLOADS.parent / "stored_payloads.json").read_text())
+    found = references(history)
+    assert found and all(r.driver_name == "local-files" for r in found)
+    for reference in found:
+        digest = reference.claim_data["hash_value"]
+        assert (PAYLOADS / "sha256" / digest[:2] / digest).is_file(), digest

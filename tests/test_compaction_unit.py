@@ -4,7 +4,6 @@ what counts as a context-window error, the per-model budget, and the archive's i
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,9 +13,10 @@ from hypothesis import strategies as st
 
 from activities.llm import wire_messages
 from activities.llm_errors import is_context_window_error
-from projection.db import Writer
-from projection.writes import write_compaction
+from projection.store import ProjectionStore
 from settings import DEFAULT_CONTEXT_BUDGET, ConfigError, Settings, default_context_budget
+from tests.helpers import Db, rows
+from tests.postgres import on_both_backends
 from workflows import compaction
 from workflows.models import (
     ArchivedMessage,
@@ -184,8 +184,9 @@ def test_the_budget_follows_the_model_and_the_variable_wins(monkeypatch: pytest.
         Settings()
 
 
-def test_archiving_twice_adds_nothing(tmp_path: Path) -> None:
-    writer = Writer(tmp_path / "approvals.db")
+@on_both_backends
+async def test_archiving_twice_adds_nothing(database: Db) -> None:
+    store = ProjectionStore(database)
     conversation = ConversationProjection(
         conversation_id="c", turn_status="running", pending_count=0, updated_at=datetime.now(UTC), version=1
     )
@@ -193,11 +194,10 @@ def test_archiving_twice_adds_nothing(tmp_path: Path) -> None:
         messages=[ArchivedMessage(seq=n, message=user(f"m{n}")) for n in (1, 2, 3)], conversation=conversation
     )
     for _ in range(2):
-        with writer.transaction() as conn:
-            write_compaction(conn, payload)
-    with sqlite3.connect(tmp_path / "approvals.db") as conn:
-        stored = conn.execute("SELECT seq FROM ui_transcript_archive WHERE conversation_id = 'c'").fetchall()
-    assert stored == [(1,), (2,), (3,)]
+        await store.project_compaction(payload)
+    await store.close()
+    stored = rows(database, "SELECT seq FROM ui_transcript_archive WHERE conversation_id = 'c' ORDER BY seq")
+    assert stored == [{"seq": 1}, {"seq": 2}, {"seq": 3}]
 
 
 def test_the_committed_histories_cover_compaction_and_the_context_error_retry() -> None:

@@ -6,20 +6,30 @@ import re
 import shlex
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from cli.parser import build_parser
+from payload_store.s3 import S3_ENVIRONMENT, S3Location
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 APP_SERVICES = [name for name, service in SERVICES.items() if "build" in service]
-OFFICIAL_IMAGES = ("postgres", "temporalio/auto-setup", "temporalio/server", "temporalio/ui", "temporalio/admin-tools")
+OFFICIAL_IMAGES = (
+    "postgres",
+    "temporalio/auto-setup",
+    "temporalio/server",
+    "temporalio/ui",
+    "temporalio/admin-tools",
+    "minio/minio",
+    "minio/mc",
+)
 SETTINGS_SOURCE = (ROOT / "settings.py").read_text()
-SETTINGS_VARIABLES = set(re.findall(r'"([A-Z][A-Z0-9_]{2,})"', SETTINGS_SOURCE))
+SETTINGS_VARIABLES = set(re.findall(r'"([A-Z][A-Z0-9_]{2,})"', SETTINGS_SOURCE)) | set(S3_ENVIRONMENT)
 
 
 def resolved(value: object) -> str:
@@ -65,19 +75,30 @@ def test_app_environment_uses_only_the_settings_variables_and_their_values_fit(n
     host, port = env["TEMPORAL_ADDRESS"].split(":")
     assert host in SERVICES and SERVICES[host]["image"].startswith("temporalio/") and port == "7233"
     assert any(p.endswith(":7233") for p in SERVICES[host]["ports"])
-    mounts = dict(volume.split(":") for volume in SERVICES[name]["volumes"])
-    for path_variable in ("APPROVALS_DB", "WORKSPACE_DIR"):
-        assert any(env[path_variable].startswith(target) for target in mounts.values()), path_variable
+    if name == "worker":  # the tools' workspace is on the replica's own volume
+        mounts = [volume.split(":")[-1] for volume in SERVICES[name]["volumes"]]
+        assert any(env["WORKSPACE_DIR"].startswith(target) for target in mounts)
     base_url = env["OPENAI_BASE_URL"]
     assert re.fullmatch(r"http://demo-model:8100/v1", base_url)
     assert SERVICES["demo-model"]["command"][-1] == "8100"
     float(env["APPROVAL_TIMEOUT"])
 
 
-def test_worker_and_ui_share_one_projection() -> None:
+def test_worker_and_ui_share_one_projection_on_postgresql_and_no_volume() -> None:
+    """Replicas on any host: the projection and the ledger are a database on the postgres service."""
     worker, ui = environment("worker"), environment("approvals-ui")
-    assert worker["APPROVALS_DB"] == ui["APPROVALS_DB"]
-    assert SERVICES["worker"]["volumes"] == SERVICES["approvals-ui"]["volumes"]
+    assert worker["APPROVALS_DB"] == ui["APPROVALS_DB"] and "LEDGER_DB" not in worker  # the ledger goes beside it
+    url = urlsplit(worker["APPROVALS_DB"])
+    assert (url.scheme, url.hostname, url.port, url.path) == ("postgresql", "postgresql", 5432, "/approvals")
+    postgres = environment("postgresql")
+    assert (url.username, url.password) == (postgres["POSTGRES_USER"], postgres["POSTGRES_PASSWORD"])
+    setup = SERVICES["approvals-db"]
+    assert setup["image"].split(":")[0] == "postgres" and 'CREATE DATABASE approvals"' in " ".join(setup["command"])
+    assert setup["depends_on"]["postgresql"]["condition"] == "service_healthy"
+    for name in ("worker", "approvals-ui"):
+        assert SERVICES[name]["depends_on"]["approvals-db"]["condition"] == "service_completed_successfully"
+    assert "volumes" not in SERVICES["approvals-ui"]
+    assert all(":" not in volume for volume in SERVICES["worker"]["volumes"]), "no volume shared by replicas"
 
 
 def test_ui_listens_where_it_is_published() -> None:
@@ -133,3 +154,27 @@ def test_dockerfile_copies_every_package_and_module_the_app_needs() -> None:
     python = re.search(r"^FROM python:(\d+)\.(\d+)", dockerfile, re.M)
     assert python is not None and (int(python[1]), int(python[2])) >= (3, 11)
     assert re.search(r"^USER \w+", dockerfile, re.M), "the app runs unprivileged"
+
+
+def test_worker_and_ui_store_payloads_in_the_minio_bucket_that_setup_creates() -> None:
+    worker, ui = environment("worker"), environment("approvals-ui")
+    keys = ("PAYLOAD_STORE", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    assert {k: worker[k] for k in keys} == {k: ui[k] for k in keys}
+    location = S3Location.parse(worker["PAYLOAD_STORE"])
+    host, port = worker["AWS_ENDPOINT_URL"].removeprefix("http://").split(":")
+    minio, setup = environment(host), environment("minio-setup")
+    assert SERVICES[host]["image"].startswith("minio/minio:") and port == "9000"
+    assert (worker["AWS_ACCESS_KEY_ID"], worker["AWS_SECRET_ACCESS_KEY"]) == (
+        minio["MINIO_ROOT_USER"],
+        minio["MINIO_ROOT_PASSWORD"],
+    )
+    assert (setup["MINIO_ROOT_USER"], setup["MINIO_ROOT_PASSWORD"]) == (
+        minio["MINIO_ROOT_USER"],
+        minio["MINIO_ROOT_PASSWORD"],
+    )
+    script = " ".join(SERVICES["minio-setup"]["command"])
+    assert f"http://{host}:{port}" in script and f"mb --ignore-existing store/{location.bucket}" in script
+    assert SERVICES["minio-setup"]["depends_on"][host]["condition"] == "service_healthy"
+    assert "healthcheck" in SERVICES[host]
+    for name in ("worker", "approvals-ui"):
+        assert SERVICES[name]["depends_on"]["minio-setup"]["condition"] == "service_completed_successfully"

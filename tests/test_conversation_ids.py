@@ -13,8 +13,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from control import start_conversation
-from projection.db import Writer
-from projection.writes import write_approval_requested, write_approval_resolved
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.helpers import rows
 from tests.processes import REPO_ROOT
@@ -105,18 +104,19 @@ def _conv(conversation_id: str, version: int) -> ConversationProjection:
     )
 
 
-def test_resolving_one_conversations_request_never_touches_another_conversations_row(settings: Settings) -> None:
+async def test_resolving_one_conversations_request_never_touches_another_conversations_row(settings: Settings) -> None:
     """Ids started before the alphabet existed may still collide: the write matches the conversation too."""
     first, second = _record("conv-a", "call_1_call_2"), _record(COLLIDING, "call_2")
     assert first.request_id == second.request_id
-    writer = Writer(settings.approvals_db)
-    with writer.transaction() as conn:
-        write_approval_requested(
-            conn, ApprovalRequestedProjection(approval=first, kv_snapshot={}, conversation=_conv("conv-a", 1))
-        )
+    store = ProjectionStore(settings.approvals_db)
+    await store.project_approval_requested(
+        ApprovalRequestedProjection(approval=first, kv_snapshot={}, conversation=_conv("conv-a", 1))
+    )
     resolved = second.model_copy(update={"resolution": "allow", "decided_by": "ann", "resolved_at": datetime.now(UTC)})
-    with writer.transaction() as conn:
-        write_approval_resolved(conn, ApprovalResolvedProjection(approval=resolved, conversation=_conv(COLLIDING, 2)))
+    await store.project_approval_resolved(
+        ApprovalResolvedProjection(approval=resolved, conversation=_conv(COLLIDING, 2))
+    )
+    await store.close()
     [row] = rows(settings.approvals_db, "SELECT * FROM ui_pending_approvals WHERE request_id = ?", first.request_id)
     assert row["conversation_id"] == "conv-a"
     assert (row["resolved_at"], row["decision"], row["decided_by"]) == (None, None, None)

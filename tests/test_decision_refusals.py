@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,13 +9,17 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from control import get_state, send_decision, start_conversation
-from projection.claims import DecisionRefused, claim_decision
+from projection.claims import DecisionRefused
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, execute, tool_messages, wait_pending, wait_status
+from tests.postgres import on_both_backends
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import UPDATE_DECIDE, DecisionInput, DecisionResult
+
+pytestmark = on_both_backends
 
 
 async def decide(client: Client, conversation_id: str, request_id: str, decision: str = "allow") -> DecisionResult:
@@ -90,12 +93,11 @@ async def test_a_claim_whose_sender_died_before_signalling_is_delivered_by_the_n
         [row] = await wait_pending(settings.approvals_db, cid, 1)
         # The first decider claims the request and dies before its signal leaves.
         first = DecisionInput(request_id=row["request_id"], decision="deny", reason="too late", decided_by="gone")
-        claim_decision(settings.approvals_db, first)
-        with sqlite3.connect(settings.approvals_db) as db:
-            db.execute(
-                "UPDATE ui_decision_claims SET claimed_at = ?",
-                ((datetime.now(UTC) - timedelta(minutes=5)).isoformat(),),
-            )
+        store = ProjectionStore(settings.approvals_db)
+        await store.claim_decision(first)
+        await store.close()
+        aged = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
+        execute(settings.approvals_db, "UPDATE ui_decision_claims SET claimed_at = ?", aged)
         with pytest.raises(DecisionRefused, match="already decided: deny by gone"):
             await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres import on_both_backends
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack, until
+
+pytestmark = on_both_backends
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +24,8 @@ def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, temporal: DevServer) -> Iterator[Stack]:
-    system = make_stack(tmp_path, temporal.address)
+def stack(tmp_path: Path, temporal: DevServer, database: str | Path) -> Iterator[Stack]:
+    system = make_stack(tmp_path, temporal.address, database)
     yield system
     system.stop()
 

@@ -10,11 +10,11 @@ import pytest_asyncio
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from control import start_conversation
+from payload_store import data_converter
 from settings import Settings
 from tests.conftest import binary
 from tests.helpers import approval_row, eventually, tool_messages, wait_pending
@@ -26,9 +26,10 @@ from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 
 @pytest_asyncio.fixture
-async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+async def skipping_env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
     async with await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=binary("temporal-test-server"), data_converter=pydantic_data_converter
+        test_server_existing_path=binary("temporal-test-server"),
+        data_converter=data_converter(Settings(payload_store=str(payload_dir))),
     ) as environment:
         await environment.client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(
@@ -75,4 +76,4 @@ async def test_unanswered_request_expires_as_denial_and_the_model_is_told(
     [result] = tool_messages(state)
     assert "expired" in result and "counts as a denial" in result
     assert "expired" in str(model.requests[-1]["messages"][-1]["content"])
-    await Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
+    await Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter).replay_workflow(history)

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from control import send_decision, start_conversation
-from projection.db import Writer
 from projection.failure_watch import FailureWatch
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.broken_workflows import DriftedConversation, RaisingConversation
 from tests.conftest import HistoryRecorder
@@ -37,12 +38,14 @@ from workflows.models import SIGNAL_SET_AUTO_APPROVE, UPDATE_DECIDE, DecisionInp
 
 @contextlib.asynccontextmanager
 async def failure_watch(client: Client, settings: Settings) -> AsyncIterator[FailureWatch]:
-    watch = FailureWatch(client, Writer(settings.approvals_db), interval=0.5)
+    store = ProjectionStore(settings.approvals_db)
+    watch = FailureWatch(client, store, interval=0.5)
     task = asyncio.create_task(watch.run())
     try:
         yield watch
     finally:
         task.cancel()
+        await store.close()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
@@ -161,13 +164,16 @@ async def _is(read: Callable[[], Awaitable[str]], expected: str) -> bool:
 async def test_an_oversized_update_shows_payloads_too_large(
     client: Client, settings: Settings, model: ScriptedModel
 ) -> None:
-    """The server takes an update of more than 2 MB, but the worker must echo the request back and
-    cannot (TMPRL1103): every task of the conversation fails from then on. The watch says so."""
+    """A client without the payload store (the project's own doors store a payload this big and
+    send a reference) sends an update of more than 2 MB; the server takes it, but the worker must
+    echo the request back and cannot (TMPRL1103): every task of the conversation fails from then
+    on. The watch says so."""
     model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "a.txt", "content": "ok"}))
+    storeless = await Client.connect(address_of(client), data_converter=pydantic_data_converter)
     async with build_worker(client, settings), failure_watch(client, settings):
         cid = await start_conversation(client, settings, "write a.txt")
         await wait_pending(settings.approvals_db, cid, 1)
-        oversized = client.get_workflow_handle(cid).execute_update(UPDATE_DECIDE, "x" * 2_200_000)
+        oversized = storeless.get_workflow_handle(cid).execute_update(UPDATE_DECIDE, "x" * 2_200_000)
         sending = asyncio.create_task(asyncio.wait_for(oversized, timeout=30))
 
         async def reason() -> str | None:

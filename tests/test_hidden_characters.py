@@ -72,8 +72,8 @@ def test_cli_transcript_and_watch_lines_flag_hidden_characters() -> None:
     assert json.loads(json.dumps(event["payload"])) == {"x": "\u202e"}
 
 
-def test_pending_prints_the_override_escaped_and_flagged(settings: Settings) -> None:
-    seed_pending(settings, "conv-hidden", "call_1", "run_shell", {"command": OVERRIDE})
+async def test_pending_prints_the_override_escaped_and_flagged(settings: Settings) -> None:
+    await seed_pending(settings, "conv-hidden", "call_1", "run_shell", {"command": OVERRIDE})
     done = subprocess.run(
         [sys.executable, "starter.py", "pending"],
         cwd=REPO_ROOT, env=process_env(settings, "127.0.0.1:9"), capture_output=True, text=True, timeout=60,

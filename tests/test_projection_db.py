@@ -1,4 +1,4 @@
-"""The projection file: readers on a fresh or half-created file see an empty schema, not an error."""
+"""The SQLite file: readers on a fresh or half-created file see an empty schema, not an error."""
 
 from __future__ import annotations
 
@@ -8,19 +8,21 @@ from pathlib import Path
 import pytest
 
 from projection.db import connect_reader, connect_writer
-from projection.reader import list_approvals, list_conversations
+from projection.store import ProjectionStore
 
 
-def test_reader_on_a_missing_file_reads_empty(tmp_path: Path) -> None:
-    conn = connect_reader(tmp_path / "fresh" / "approvals.db")
-    assert list_conversations(conn) == [] and list_approvals(conn) == []
+async def test_reader_on_a_missing_file_reads_empty(tmp_path: Path) -> None:
+    store = ProjectionStore(tmp_path / "fresh" / "approvals.db")
+    assert (await store.conversations()).items == [] and (await store.approvals()).items == []
+    await store.close()
 
 
-def test_reader_on_a_file_without_the_schema_adds_it(tmp_path: Path) -> None:
+async def test_reader_on_a_file_without_the_schema_adds_it(tmp_path: Path) -> None:
     path = tmp_path / "approvals.db"
     sqlite3.connect(path).close()  # what a writer leaves between creating the file and its schema
-    conn = connect_reader(path)
-    assert list_approvals(conn, "all") == []
+    store = ProjectionStore(f"sqlite://{path}")
+    assert (await store.approvals("all")).items == []
+    await store.close()
 
 
 def test_reader_cannot_write(tmp_path: Path) -> None:

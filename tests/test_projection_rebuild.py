@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
 
 from control import get_state, send_decision, send_message, start_conversation
 from demo_model.server import text_reply
-from projection.db import Writer
 from projection.rebuild import rebuild_projection
-from projection.writes import write_approval_requested, write_approval_resolved, write_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import by_marker, projection_catches_up
@@ -21,13 +19,8 @@ from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import (
     SIGNAL_CLOSE,
-    ApprovalRecord,
-    ApprovalRequestedProjection,
-    ApprovalResolvedProjection,
     CloseInput,
-    ConversationProjection,
     DecisionInput,
-    ProjectionEvent,
 )
 
 TWO, ONE, IDLE, ENDED = "two asks", "one ask", "just talk", "then close"
@@ -56,6 +49,7 @@ async def test_rebuild_restores_lost_and_stale_projection(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
     db = settings.approvals_db
+    assert isinstance(db, Path), "this test loses and restores a SQLite file"
     model.behaviour = by_marker(
         {
             TWO: calls_then_summary(
@@ -131,51 +125,3 @@ async def test_rebuild_restores_lost_and_stale_projection(
         ids[IDLE]: ("idle", 0),
         ids[ENDED]: ("closed", 0),
     }
-
-
-def test_replayed_and_out_of_order_writes_change_nothing(tmp_path: Path) -> None:
-    """What a retried or replayed projection activity does: the same payloads again, an older one late."""
-    db, now = tmp_path / "p.db", datetime(2026, 1, 1, tzinfo=UTC)
-    record = ApprovalRecord(
-        request_id="perm_c_call_1",
-        conversation_id="c",
-        turn_id="turn_1",
-        tool_call_id="call_1",
-        tool_name="write_file",
-        permission_type="write",
-        arguments={"path": "a"},
-        created_at=now,
-        expires_at=now,
-    )
-
-    def conversation(status: str, pending: int, version: int, event: str) -> ConversationProjection:
-        return ConversationProjection(
-            conversation_id="c",
-            turn_status=status,  # type: ignore[arg-type]
-            pending_count=pending,
-            updated_at=now,
-            version=version,
-            events=[ProjectionEvent(event_key=f"c:{event}", event_type=event, conversation_id="c")],
-        )
-
-    asked = ApprovalRequestedProjection(
-        approval=record, kv_snapshot={}, conversation=conversation("awaiting_approval", 1, 1, "permission.request")
-    )
-    resolved_record = record.model_copy(update={"resolution": "deny", "decided_by": "bob", "resolved_at": now})
-    resolved = ApprovalResolvedProjection(
-        approval=resolved_record, conversation=conversation("running", 0, 2, "permission.resolved")
-    )
-    writer = Writer(db)
-    for _ in range(3):
-        for write, payload in [(write_approval_requested, asked), (write_approval_resolved, resolved)]:
-            with writer.transaction() as conn:
-                write(conn, payload)  # type: ignore[operator]
-    with writer.transaction() as conn:
-        write_conversation(conn, asked.conversation)  # an old write arriving late loses
-
-    [row] = rows(db, "SELECT decision, decided_by FROM ui_pending_approvals")
-    assert row == {"decision": "deny", "decided_by": "bob"}
-    assert rows(db, "SELECT turn_status, pending_count FROM ui_conversations") == [
-        {"turn_status": "running", "pending_count": 0}
-    ]
-    assert event_keys(db) == ["c:permission.request", "c:permission.resolved"]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.run_plan import LocalOptions, child_env, cli_hint, services
+from cli.run_plan import LocalOptions, Service, child_env, cli_hint, services
+from cli.supervisor import Supervisor
 from tests.processes import REPO_ROOT, free_port
 from tests.stack import until
 
@@ -199,3 +200,40 @@ def test_a_busy_port_is_named_before_anything_starts(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert f"{port} (--temporal-port)" in done.stdout and "started" not in done.stdout
     assert not (tmp_path / "temporal.db").exists()
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("moment", ["temporal started", "ui started", "ui port open", "worker ready"])
+def test_ctrl_c_while_starting_leaves_no_child_running(tmp_path: Path, runs: list[LocalRun], moment: str) -> None:
+    """Ctrl-C at any moment of the start-up: every child it started is gone and every port is free."""
+    ports = {name: free_port() for name in ("--temporal-port", "--temporal-ui-port", "--model-port", "--ui-port")}
+    run = LocalRun(["--data-dir", str(tmp_path), *[str(item) for pair in ports.items() for item in pair]])
+    runs.append(run)
+    if moment == "ui port open":
+        until(lambda: listening(ports["--ui-port"]), timeout=120, interval=0.01)
+    else:
+        run.wait_for({"temporal started": "- temporal started", "ui started": "- ui started"}.get(moment, moment))
+    code = run.interrupt()
+    pids = run.child_pids()
+    until(lambda: all_gone(pids), timeout=30)
+    assert code in (0, 1), "\n".join(run.lines)
+    assert run.lines[-1].startswith("Stopped"), "\n".join(run.lines)
+    for port in ports.values():
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as a server binds: TIME_WAIT is fine
+            probe.bind(("127.0.0.1", port))  # nothing listens there any more
+
+
+async def test_stop_all_stops_a_child_with_unreadable_output_and_one_started_while_stopping(tmp_path: Path) -> None:
+    supervisor = Supervisor({**CLEAN}, tmp_path)
+    flood = "import sys, time; sys.stdout.write('x' * 3_000_000 + '\\n'); sys.stdout.flush(); time.sleep(120)"
+    noisy = await supervisor.start(Service("model", [sys.executable, "-c", flood]))
+    temporal = await supervisor.start(Service("temporal", ["sleep", "120"]))
+    await supervisor.stop_all()
+    late = await supervisor.start(Service("worker", ["sleep", "120"]))  # Ctrl-C came while it was starting
+    assert all(child.proc.returncode is not None for child in (noisy, temporal, late))
+    assert all_gone([noisy.proc.pid, temporal.proc.pid, late.proc.pid])

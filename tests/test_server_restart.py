@@ -40,7 +40,7 @@ async def test_pending_approvals_survive_a_server_kill(
     db = settings.approvals_db
     server = DevServer(tmp_path / "temporal.db", tmp_path / "server.log").start()
     try:
-        client = await server.client()
+        client = await server.client(settings)
         with worker_process(settings, client, tmp_path / "worker.log") as worker:
             ids = {m: await start_conversation(client, settings, m) for m in (X, Y)}
             x_rows = sorted(await wait_pending(db, ids[X], 2), key=lambda r: r["request_id"])
@@ -49,7 +49,7 @@ async def test_pending_approvals_survive_a_server_kill(
 
             server.kill()
             server = DevServer(server.db_file, server.log_file, port=server.port).start()
-            client = await server.client()
+            client = await server.client(settings)
 
             # The same requests wait, in Temporal and in its visibility store.
             for m in (X, Y):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from settings import DEMO_MODEL_NAME, DEMO_MODEL_URL, OPENAI_URL, ConfigError, Settings
@@ -42,3 +44,34 @@ def test_workflow_cache_size_is_read_and_checked(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("WORKFLOW_CACHE_SIZE", "lots")
     with pytest.raises(ConfigError, match="WORKFLOW_CACHE_SIZE"):
         Settings()
+    monkeypatch.setenv("WORKFLOW_CACHE_SIZE", "-1")
+    with pytest.raises(ConfigError, match="WORKFLOW_CACHE_SIZE"):
+        Settings()
+
+
+def test_a_workflow_cache_of_zero_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKFLOW_CACHE_SIZE", "0")
+    assert Settings().workflow_cache_size == 0
+
+
+def test_database_urls_and_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LEDGER_DB", raising=False)
+    monkeypatch.setenv("APPROVALS_DB", "sqlite:///srv/approvals/p.db")
+    settings = Settings()
+    assert settings.approvals_db == Path("/srv/approvals/p.db")
+    assert settings.ledger_db == Path("/srv/approvals/ledger.db")
+    monkeypatch.setenv("APPROVALS_DB", "sqlite:////srv/approvals/p.db")
+    assert Settings().approvals_db == Path("/srv/approvals/p.db")
+    monkeypatch.setenv("APPROVALS_DB", "sqlite:rel/p.db")
+    assert Settings().approvals_db == Path("rel/p.db")
+    monkeypatch.setenv("APPROVALS_DB", "postgresql://app@db:5432/approvals")
+    assert Settings().approvals_db == Settings().ledger_db == "postgresql://app@db:5432/approvals"
+
+
+def test_ledger_db_is_read_once_and_a_built_settings_keeps_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    built = Settings(approvals_db=tmp_path / "approvals.db")
+    monkeypatch.setenv("LEDGER_DB", str(tmp_path / "elsewhere.db"))
+    assert built.ledger_db == tmp_path / "ledger.db", "a later environment change does not reach a built Settings"
+    assert Settings().ledger_db == tmp_path / "elsewhere.db"

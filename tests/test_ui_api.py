@@ -18,7 +18,10 @@ from temporalio.client import Client
 from control import start_conversation
 from settings import Settings
 from tests.helpers import approval_row, rows
+from tests.postgres import on_both_backends
 from tests.ui_fixtures import api_client, seed_conversation, seed_pending
+
+pytestmark = on_both_backends
 
 
 @pytest_asyncio.fixture
@@ -31,9 +34,9 @@ async def idle_workflow(client: Client, settings: Settings) -> AsyncIterator[str
 
 async def test_listings_come_from_the_projection_newest_first(settings: Settings) -> None:
     now = datetime.now(UTC)
-    seed_conversation(settings, "conv-old", "idle", at=now - timedelta(minutes=5))
-    seed_conversation(settings, "conv-failed", "failed", at=now - timedelta(minutes=1))
-    request_id = seed_pending(settings, "conv-waiting", arguments={"command": "ls -la"}, tool_name="run_shell")
+    await seed_conversation(settings, "conv-old", "idle", at=now - timedelta(minutes=5))
+    await seed_conversation(settings, "conv-failed", "failed", at=now - timedelta(minutes=1))
+    request_id = await seed_pending(settings, "conv-waiting", arguments={"command": "ls -la"}, tool_name="run_shell")
     async with api_client(settings, None) as http:
         conversations = (await http.get("/api/conversations")).json()
         pending = (await http.get("/api/approvals", params={"status": "pending"})).json()
@@ -56,7 +59,7 @@ async def test_listings_come_from_the_projection_newest_first(settings: Settings
 async def test_decision_codes_and_sent_status_with_no_worker(
     client: Client, settings: Settings, idle_workflow: str
 ) -> None:
-    request_id = seed_pending(settings, idle_workflow)
+    request_id = await seed_pending(settings, idle_workflow)
     async with api_client(settings, client) as http:
         unknown = await http.post("/api/approvals/perm_nope_call_9/decision", json={"decision": "allow"})
         first = await http.post(
@@ -83,7 +86,7 @@ async def test_decision_codes_and_sent_status_with_no_worker(
 async def test_two_decisions_at_once_first_wins_and_the_other_gets_409(
     client: Client, settings: Settings, idle_workflow: str
 ) -> None:
-    request_id = seed_pending(settings, idle_workflow)
+    request_id = await seed_pending(settings, idle_workflow)
     async with api_client(settings, client) as http:
         answers = await asyncio.gather(
             http.post(f"/api/approvals/{request_id}/decision", json={"decision": "allow", "name": "ann"}),
@@ -98,7 +101,7 @@ async def test_two_decisions_at_once_first_wins_and_the_other_gets_409(
 async def test_conversation_view_says_when_no_worker_answers(
     client: Client, settings: Settings, idle_workflow: str
 ) -> None:
-    request_id = seed_pending(settings, idle_workflow)
+    request_id = await seed_pending(settings, idle_workflow)
     not_projected = await start_conversation(client, settings, "just started", f"ui-api-{uuid.uuid4().hex[:8]}")
     async with api_client(settings, client) as http:
         view, fresh, missing = await asyncio.gather(
@@ -120,7 +123,7 @@ async def test_conversation_view_says_when_no_worker_answers(
 
 async def test_token_guards_pages_and_api(settings: Settings) -> None:
     guarded = replace(settings, ui_token="s3cret-token")
-    seed_conversation(guarded, "conv-a")
+    await seed_conversation(guarded, "conv-a")
     async with api_client(guarded, None) as http:
         assert (await http.get("/api/conversations")).status_code == 401
         assert (await http.get("/api/events")).status_code == 401
@@ -149,7 +152,7 @@ def _claims(settings: Settings) -> list[dict]:
 
 
 async def test_cross_site_requests_are_refused(client: Client, settings: Settings, idle_workflow: str) -> None:
-    request_id = seed_pending(settings, idle_workflow)
+    request_id = await seed_pending(settings, idle_workflow)
     path = f"/api/approvals/{request_id}/decision"
     async with api_client(settings, client) as http:
         evil_origin = await http.post(path, json={"decision": "allow"}, headers={"Origin": "https://evil.example"})
@@ -233,7 +236,7 @@ _bodies = st.one_of(
 async def test_malformed_decision_bodies_are_4xx_and_change_nothing(
     settings: Settings, body: bytes, content_type: str
 ) -> None:
-    request_id = seed_pending(settings, "conv-fuzzed")
+    request_id = await seed_pending(settings, "conv-fuzzed")
     if _is_valid_decision_body(_loads_or_none(body)) and content_type != "text/plain":
         return  # a well-formed body would be a real decision; this test is about the others
     before = approval_row(settings.approvals_db, request_id)
@@ -255,7 +258,7 @@ def _loads_or_none(body: bytes) -> object:
 
 
 async def test_malformed_bodies_named_cases(settings: Settings) -> None:
-    request_id = seed_pending(settings, "conv-cases")
+    request_id = await seed_pending(settings, "conv-cases")
     path = f"/api/approvals/{request_id}/decision"
     cases = [
         (b"{not json", "application/json", 400),

@@ -26,7 +26,7 @@ from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text, last_role
-from tests.ui_fixtures import ServedApp, seed_pending, served_app
+from tests.ui_fixtures import ServedApp, seed_conversation, seed_pending, served_app
 from worker import build_worker
 
 CHROMIUM_PATH = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -220,7 +220,7 @@ async def test_token_login_and_a_decision_while_no_worker_runs(
     """The inbox reads the projection alone; a decision goes out by signal and shows as sent."""
     guarded = replace(settings, ui_token="browser-token")
     cid = await start_conversation(client, guarded, "write notes (no worker runs)")
-    request_id = seed_pending(guarded, cid)
+    request_id = await seed_pending(guarded, cid)
     served = served_app(guarded, env.client.service_client.config.target_host)
     context = await browser.new_context()
     try:
@@ -250,3 +250,23 @@ async def test_token_login_and_a_decision_while_no_worker_runs(
 def _docs(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+async def test_long_lists_come_a_page_at_a_time(inbox: Inbox, settings: Settings) -> None:
+    """60 conversations and 55 waiting approvals: the first page of each, then the rest on request."""
+    for i in range(60):
+        await seed_conversation(settings, f"conv-page-{i:02d}", "idle")
+    for i in range(55):
+        await seed_pending(settings, "conv-page-00", tool_call_id=f"call_{i}")
+    page = await inbox.open()
+    conversations = page.locator("li.conversation")
+    await expect(conversations).to_have_count(50)
+    await expect(page.locator("#inbox-cards .approval")).to_have_count(50)
+    await expect(page.locator("#pending-total")).to_have_text("50+")
+    await page.locator("#conversation-more").click()
+    await expect(conversations).to_have_count(60)
+    await expect(page.locator("#conversation-more")).to_be_hidden()
+    await page.locator("#pending-more").click()
+    await expect(page.locator("#inbox-cards .approval")).to_have_count(55)
+    await expect(page.locator("#pending-total")).to_have_text("55")
+    assert inbox.problems == []

@@ -12,14 +12,13 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from control import start_conversation
-from projection.users import add_user
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, wait_pending, wait_status
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import screenshot
-from tests.ui_fixtures import served_app
+from tests.ui_fixtures import add_person, served_app
 from worker import build_worker
 
 browser = test_ui_browser.browser  # the shared Chromium fixture
@@ -53,7 +52,7 @@ async def test_only_the_approvers_group_can_decide_and_the_card_says_why(
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
     guarded = replace(settings, ui_token="shared-token", policy_file=str(policy))
-    olly, sam = add_user(guarded.approvals_db, "olly", ["dev"]), add_user(guarded.approvals_db, "sam", ["sre"])
+    olly, sam = await add_person(guarded, "olly", ["dev"]), await add_person(guarded, "sam", ["sre"])
     model.behaviour = calls_then_summary(("c1", "run_shell", {"command": "kubectl version > ran.txt"}))
     async with build_worker(client, guarded):
         served = served_app(guarded, env.client.service_client.config.target_host)

@@ -46,7 +46,7 @@ def _path(value: str) -> str:
 
 @pytest.mark.parametrize("odd_workflow", ODD_IDS, indirect=True)
 async def test_any_id_is_listed_opened_and_decided(client: Client, settings: Settings, odd_workflow: str) -> None:
-    request_id = seed_pending(settings, odd_workflow)
+    request_id = await seed_pending(settings, odd_workflow)
     async with api_client(settings, client) as http:
         listed = (await http.get("/api/conversations")).json()
         opened = await http.get(f"/api/conversations/{_path(odd_workflow)}")
@@ -75,7 +75,7 @@ async def test_an_empty_id_is_not_found(settings: Settings) -> None:
 
 
 async def test_origin_must_match_scheme_host_and_port(client: Client, settings: Settings) -> None:
-    request_id = seed_pending(settings, "conv-origin")
+    request_id = await seed_pending(settings, "conv-origin")
     path = f"/api/approvals/{request_id}/decision"
     origins = ["https://127.0.0.1", "http://127.0.0.1:8443", "http://localhost", "http://127.0.0.1:notaport", "x"]
     async with api_client(settings, client) as http:
@@ -90,7 +90,7 @@ async def test_origin_must_match_scheme_host_and_port(client: Client, settings: 
 
 
 async def test_a_body_over_the_limit_is_refused_while_it_streams(settings: Settings) -> None:
-    request_id = seed_pending(settings, "conv-big")
+    request_id = await seed_pending(settings, "conv-big")
     read: list[int] = []
 
     async def chunks() -> AsyncIterator[bytes]:
@@ -142,7 +142,7 @@ BAD_POSITIONS = [
 
 
 async def test_any_last_event_id_is_from_now_and_the_stream_keeps_working(settings: Settings) -> None:
-    seed_conversation(settings, "conv-1", "running", events=("turn.started",))
+    await seed_conversation(settings, "conv-1", "running", events=("turn.started",))
     served = ServedApp(create_app(settings), settings).start()
     try:
         async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
@@ -156,7 +156,7 @@ async def test_any_last_event_id_is_from_now_and_the_stream_keeps_working(settin
                         [ready] = await asyncio.wait_for(_read_events(lines, 1), timeout=10)
                         latest = ready["data"]["after"]
                         assert ready["event"] == "ready"
-                        seed_conversation(settings, "conv-1", "idle", events=(f"turn.completed.{n}.{id(how)}",))
+                        await seed_conversation(settings, "conv-1", "idle", events=(f"turn.completed.{n}.{id(how)}",))
                         [live] = await asyncio.wait_for(_read_events(lines, 1), timeout=10)
                         assert int(live["id"]) == latest + 1, raw
     finally:

@@ -10,8 +10,11 @@ from typing import Any
 import httpx
 
 from settings import Settings
+from tests.postgres import on_both_backends
 from tests.ui_fixtures import ServedApp, seed_conversation
 from ui.server import create_app
+
+pytestmark = on_both_backends
 
 
 async def _read_events(lines: AsyncIterator[str], count: int) -> list[dict[str, Any]]:
@@ -32,8 +35,8 @@ async def _read_events(lines: AsyncIterator[str], count: int) -> list[dict[str, 
 
 
 async def test_events_stream_live_and_resume_from_last_event_id(settings: Settings) -> None:
-    seed_conversation(settings, "conv-1", "running", events=("turn.started",))
-    seed_conversation(settings, "conv-1", "awaiting_approval", pending=1, events=("turn.awaiting_approval",))
+    await seed_conversation(settings, "conv-1", "running", events=("turn.started",))
+    await seed_conversation(settings, "conv-1", "awaiting_approval", pending=1, events=("turn.awaiting_approval",))
     served = ServedApp(create_app(settings), settings).start()
     try:
         async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
@@ -43,7 +46,7 @@ async def test_events_stream_live_and_resume_from_last_event_id(settings: Settin
                 lines = fresh.aiter_lines()
                 [ready] = await _read_events(lines, 1)
                 assert (ready["event"], ready["data"]) == ("ready", {"after": 2})
-                seed_conversation(settings, "conv-1", "idle", events=("turn.completed",))
+                await seed_conversation(settings, "conv-1", "idle", events=("turn.completed",))
                 [live] = await asyncio.wait_for(_read_events(lines, 1), timeout=10)
                 assert (live["id"], live["data"]["event_type"]) == ("3", "turn.completed")
             # A reconnect with Last-Event-ID gets exactly what it missed, in order.

@@ -64,13 +64,15 @@ async def test_logout_revokes_the_session_in_every_process(settings: Settings) -
 
 
 async def test_a_guessed_or_expired_or_old_token_session_is_refused(settings: Settings) -> None:
-    from projection.sessions import open_session
+    from projection.store import ProjectionStore
     from ui.security import session_record
 
     guarded = _guarded(settings)
     assert await _with_cookie(guarded, "not-a-session") == 401
     expired = session_record(TOKEN, "expired-session-id")
-    open_session(guarded.approvals_db, expired, datetime.now(UTC) - timedelta(seconds=1))
+    store = ProjectionStore(guarded.approvals_db)
+    await store.open_session(expired, datetime.now(UTC) - timedelta(seconds=1))
+    await store.close()
     assert await _with_cookie(guarded, "expired-session-id") == 401
     async with api_client(guarded, None) as http:
         await _login(http)

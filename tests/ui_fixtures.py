@@ -20,8 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from projection.db import Writer
-from projection.writes import write_approval_requested, write_conversation
+from projection.store import ProjectionStore
 from settings import Settings
 from ui.server import create_app, uvicorn_config
 from workflows.models import (
@@ -43,7 +42,15 @@ def _next_version() -> int:
     return _version
 
 
-def seed_conversation(
+async def _write(settings: Settings, write: Any) -> None:
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        await write(store)
+    finally:
+        await store.close()
+
+
+async def seed_conversation(
     settings: Settings,
     conversation_id: str,
     status: TurnStatus = "idle",
@@ -62,11 +69,10 @@ def seed_conversation(
             for name in events
         ],
     )
-    with Writer(settings.approvals_db).transaction() as conn:
-        write_conversation(conn, conv)
+    await _write(settings, lambda store: store.project_conversation(conv))
 
 
-def seed_pending(
+async def seed_pending(
     settings: Settings,
     conversation_id: str,
     tool_call_id: str = "call_1",
@@ -101,8 +107,8 @@ def seed_pending(
             )
         ],
     )
-    with Writer(settings.approvals_db).transaction() as conn:
-        write_approval_requested(conn, ApprovalRequestedProjection(approval=record, kv_snapshot={}, conversation=conv))
+    payload = ApprovalRequestedProjection(approval=record, kv_snapshot={}, conversation=conv)
+    await _write(settings, lambda store: store.project_approval_requested(payload))
     return record.request_id
 
 
@@ -116,8 +122,11 @@ async def api_client(settings: Settings, client: Client | None) -> AsyncIterator
 
     app = create_app(settings, provide)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
-        yield http
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
+            yield http
+    finally:
+        await app.state.store.close()  # ASGITransport runs no lifespan
 
 
 @dataclass
@@ -159,3 +168,12 @@ def served_app(settings: Settings, temporal_address: str) -> ServedApp:
     """The UI connects its own client on its own event loop, to the test's Temporal server."""
     ui_settings = replace(settings, temporal_address=temporal_address)
     return ServedApp(create_app(ui_settings), ui_settings).start()
+
+
+async def add_person(settings: Settings, name: str, groups: list[str]) -> str:
+    """A person with their own token, as `starter.py users add` records them; returns the token."""
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        return await store.add_user(name, groups)
+    finally:
+        await store.close()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -14,6 +13,8 @@ from temporalio.service import RPCError, RPCStatusCode
 import control
 from projection.audit import parse_since
 from projection.claims import DecisionRefused
+from projection.reader import BadCursor, Page
+from projection.store import ProjectionStore
 from settings import Settings
 from ui import queries
 from ui.bodies import (
@@ -40,6 +41,26 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
+def _store(request: Request) -> ProjectionStore:
+    return request.app.state.store  # type: ignore[no-any-return]
+
+
+def _page_size(limit: int | None) -> int:
+    if limit is None:
+        return queries.DEFAULT_PAGE
+    if not 1 <= limit <= queries.MAX_PAGE:
+        raise Unprocessable(f"limit must be between 1 and {queries.MAX_PAGE}")
+    return limit
+
+
+def _paged(request: Request, response: Response, page: Page) -> list[dict[str, Any]]:
+    """The body stays a plain list; the next page is named in `X-Next-Cursor` and a `Link` header."""
+    if page.next is not None:
+        response.headers["X-Next-Cursor"] = page.next
+        response.headers["Link"] = f'<{request.url.include_query_params(after=page.next)}>; rel="next"'
+    return page.items
+
+
 async def _client(request: Request) -> Client:
     return await request.app.state.client_provider()  # type: ignore[no-any-return]
 
@@ -50,9 +71,9 @@ def _require_id(value: str, what: str) -> None:
 
 
 @router.get("/session")
-def session(request: Request) -> dict[str, Any]:
+async def session(request: Request) -> dict[str, Any]:
     """What the page needs to know about itself: whether a token guards it (then it offers to log out)."""
-    principal = principal_of(request)
+    principal = await principal_of(request)
     return {
         "token_required": _settings(request).ui_token is not None,
         "principal": None if principal is None else {"name": principal.name, "groups": principal.groups},
@@ -60,8 +81,15 @@ def session(request: Request) -> dict[str, Any]:
 
 
 @router.get("/conversations")
-def list_conversations(request: Request) -> list[dict[str, Any]]:
-    return queries.conversations(_settings(request))
+async def list_conversations(
+    request: Request, response: Response, limit: int | None = None, after: str | None = None, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Newest first, a page at a time (`?limit=&after=`), optionally one turn status (`?status=`)."""
+    try:
+        page = await queries.conversations(_store(request), _settings(request), _page_size(limit), after, status)
+    except BadCursor as err:
+        raise Unprocessable(str(err)) from None
+    return _paged(request, response, page)
 
 
 @router.post("/conversations", status_code=201, openapi_extra=json_body(StartBody))
@@ -83,7 +111,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     """The workflow's own state when a worker answers; otherwise what the projection knows, and why."""
     _require_id(conversation_id, "conversation")
     settings = _settings(request)
-    row, approvals = await asyncio.to_thread(queries.conversation_view, settings, conversation_id)
+    row, approvals = await _store(request).conversation_view(conversation_id)
     view: dict[str, Any] = {
         "conversation_id": conversation_id,
         "approvals": approvals,
@@ -103,7 +131,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     dumped = state.model_dump(mode="json")
     # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
     dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
-    archived = await asyncio.to_thread(queries.archived, settings, conversation_id)
+    archived = await _store(request).archived_messages(conversation_id)
     # Written before messages leave the workflow, the archive may be ahead of the state just read.
     dumped["archived"] = archived[: state.archived_messages]
     return {**view, **dumped, "worker_online": True, "notice": None}
@@ -171,20 +199,30 @@ async def set_auto_approve(request: Request, conversation_id: str) -> dict[str, 
 
 
 @router.get("/audit")
-def audit_trail(request: Request, since: str | None = None) -> list[dict[str, Any]]:
+async def audit_trail(request: Request, since: str | None = None) -> list[dict[str, Any]]:
     """Every request and decision: who, through which door, on which arguments hash, and the outcome."""
     try:
         moment = parse_since(since) if since else None
     except ValueError as err:
         raise Unprocessable(f"since: {err}") from None
-    return queries.audit_trail(_settings(request), moment)
+    return await _store(request).audit(moment)
 
 
 @router.get("/approvals")
-def list_approvals(
-    request: Request, status: queries.ApprovalStatus = "pending", conversation_id: str | None = None
+async def list_approvals(
+    request: Request,
+    response: Response,
+    status: queries.ApprovalStatus = "pending",
+    conversation_id: str | None = None,
+    limit: int | None = None,
+    after: str | None = None,
 ) -> list[dict]:
-    return queries.approvals(_settings(request), status, conversation_id)
+    """Oldest first, a page at a time (`?limit=&after=`)."""
+    try:
+        page = await queries.approvals(_store(request), status, conversation_id, _page_size(limit), after)
+    except BadCursor as err:
+        raise Unprocessable(str(err)) from None
+    return _paged(request, response, page)
 
 
 @router.post("/approvals/decisions", openapi_extra=json_body(BatchDecisionBody))
@@ -192,6 +230,7 @@ async def decide_batch(request: Request) -> dict[str, Any]:
     """Several calls in one action: each gets its own claim and signal, and its own result; a refused
     call (unknown, decided, stale) does not stop the others."""
     body = await read_json_body(request, BatchDecisionBody)
+    identity = await _identity(request, body.name)
     decisions = [
         DecisionInput(
             request_id=item.request_id,
@@ -199,11 +238,11 @@ async def decide_batch(request: Request) -> dict[str, Any]:
             reason=body.reason or None,
             args_hash=item.args_hash,
             door="ui",
-            **_identity(request, body.name),
+            **identity,
         )
         for item in body.items
     ]
-    results = await control.send_batch(await _client(request), _settings(request), decisions)
+    results = await control.send_batch(await _client(request), _settings(request), decisions, _store(request))
     return {
         "decision": body.decision,
         "results": [
@@ -219,9 +258,9 @@ async def decide_batch(request: Request) -> dict[str, Any]:
 
 
 @router.get("/approvals/{request_id:path}")
-def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
     _require_id(request_id, "approval request")
-    found = queries.approval(_settings(request), request_id)
+    found = await _store(request).approval(request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     return found
@@ -229,11 +268,11 @@ def get_approval(request: Request, request_id: str) -> dict[str, Any]:
 
 @router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
 async def decide(request: Request, request_id: str) -> JSONResponse:
-    """First decision wins at once (a claim in the projection file), then goes to the workflow by signal."""
+    """First decision wins at once (a claim in the projection), then goes to the workflow by signal."""
     _require_id(request_id, "approval request")
     body = await read_json_body(request, DecisionBody)
-    settings = _settings(request)
-    if await asyncio.to_thread(queries.approval, settings, request_id) is None:
+    settings, store = _settings(request), _store(request)
+    if await store.approval(request_id) is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     decision = DecisionInput(
         request_id=request_id,
@@ -241,37 +280,37 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
         reason=body.reason or None,
         args_hash=body.args_hash,
         door="ui",
-        **_identity(request, body.name),
+        **(await _identity(request, body.name)),
     )
     client = await _client(request)
     try:
-        await control.send_decision(client, settings, decision)
+        await control.send_decision(client, settings, decision, store)
     except DecisionRefused as err:
-        raise _refusal(err, settings, request_id) from None
+        raise await _refusal(err, store, request_id) from None
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             raise Conflict(
                 "the conversation is no longer running, so nothing can be decided", error_type="ConversationClosed"
             ) from None
         raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
-    approval = await asyncio.to_thread(queries.approval, settings, request_id)
+    approval = await store.approval(request_id)
     return JSONResponse(
         {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
     )
 
 
-def _identity(request: Request, name: str | None) -> dict[str, Any]:
+async def _identity(request: Request, name: str | None) -> dict[str, Any]:
     """Who decides: a person's own token names them (a typed name is ignored); otherwise the typed
     name, or `web`, with no verified principal (enough only for calls no approver rule covers)."""
-    principal = principal_of(request)
+    principal = await principal_of(request)
     if principal is None:
         return {"decided_by": name or "web"}
     return {"decided_by": principal.name, "principal": principal.name, "groups": principal.groups}
 
 
-def _refusal(err: DecisionRefused, settings: Settings, request_id: str) -> HttpError:
+async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:
     if err.error_type == ERROR_UNKNOWN_APPROVAL:
         return NotFound(str(err), error_type=err.error_type)
     if err.error_type == ERROR_NOT_AN_APPROVER:
         return Forbidden(str(err), error_type=err.error_type)
-    return Conflict(str(err), error_type=err.error_type, extra={"approval": queries.approval(settings, request_id)})
+    return Conflict(str(err), error_type=err.error_type, extra={"approval": await store.approval(request_id)})

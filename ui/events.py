@@ -1,7 +1,8 @@
 """GET /api/events: the projection's event log as Server-Sent Events.
 
-The stream polls ui_events (a read-only query, cheap) every POLL_INTERVAL and sends each new row
-with its event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
+The stream reads ui_events from its position whenever new rows may exist (PostgreSQL says so with
+LISTEN/NOTIFY; on SQLite it looks again every quarter second) and sends each new row with its
+event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
 exactly where it stopped. A fresh stream starts after the newest event: the page loads the current
 state itself, then follows changes. If the log starts over (the projection was rebuilt from
 Temporal's history), the stream says `reset` and follows the new log.
@@ -9,19 +10,17 @@ Temporal's history), the stream says `reset` and follows the new log.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from ui import queries
+from projection.store import ProjectionStore
 from ui.security import require_token
 
-POLL_INTERVAL = 0.25
+WAIT_INTERVAL = 1.0
 KEEPALIVE_INTERVAL = 15.0
 RECONNECT_MS = 1500
 BATCH = 200
@@ -65,11 +64,12 @@ def format_event(event: dict) -> str:
     return f"id: {event['event_id']}\ndata: {data}\n\n"
 
 
-async def stream_events(request: Request, db_path: Path, after: int) -> AsyncIterator[str]:
+async def stream_events(request: Request, store: ProjectionStore, after: int) -> AsyncIterator[str]:
     yield f"retry: {RECONNECT_MS}\nevent: ready\ndata: {json.dumps({'after': after})}\n\n"
     last_sent = time.monotonic()
     while not await request.is_disconnected():
-        events, latest = await asyncio.to_thread(queries.events, db_path, after, BATCH)
+        mark = await store.event_mark()
+        events, latest = await store.events(after, limit=BATCH)
         if latest < after:
             after = latest
             yield f"id: {after}\nevent: reset\ndata: {json.dumps({'after': after})}\n\n"
@@ -83,17 +83,17 @@ async def stream_events(request: Request, db_path: Path, after: int) -> AsyncIte
             last_sent = time.monotonic()
             yield ": keepalive\n\n"
         if len(events) < BATCH:  # a full batch means more are waiting: read again at once
-            await asyncio.sleep(POLL_INTERVAL)
+            await store.wait_for_events(WAIT_INTERVAL, mark)
 
 
 @router.get("/events")
 async def events(request: Request) -> StreamingResponse:
-    db_path: Path = request.app.state.settings.approvals_db
+    store: ProjectionStore = request.app.state.store
     after = resume_position(request)
     if after is None:
-        after = await asyncio.to_thread(queries.latest_event_id, db_path)
+        after = await store.latest_event_id()
     return StreamingResponse(
-        stream_events(request, db_path, after),
+        stream_events(request, store, after),
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )

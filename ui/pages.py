@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import html
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import anyio.from_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from projection.sessions import close_session, open_session
-from projection.users import bind_session, verify_token
 from ui.bodies import read_body
 from ui.errors import BadRequest
 from ui.security import (
@@ -81,18 +79,18 @@ async def login(request: Request) -> Response:
     except (UnicodeDecodeError, ValueError):
         raise BadRequest("send the login form as application/x-www-form-urlencoded") from None
     given = (fields.get("token") or [""])[0]
-    db = request.app.state.settings.approvals_db
+    store = request.app.state.store
     # The shared token, or a person's own token (then the session knows who they are).
-    person = None if token_matches(given, token) else await asyncio.to_thread(verify_token, db, given)
+    person = None if token_matches(given, token) else await store.verify_token(given)
     if person is None and not token_matches(given, token):
         return login_page("That token is not right.", status_code=401)
     # A new session id at every login (one fixed before login cannot be ridden); the one presented is dropped.
     session_id, presented = new_session_id(), request.cookies.get(SESSION_COOKIE)
     expires_at = datetime.now(UTC) + timedelta(seconds=SESSION_MAX_AGE)
     replaced = session_record(token, presented) if presented else None
-    await asyncio.to_thread(open_session, db, session_record(token, session_id), expires_at, replaced)
+    await store.open_session(session_record(token, session_id), expires_at, replaced)
     if person is not None:
-        await asyncio.to_thread(bind_session, db, session_record(token, session_id), person.name)
+        await store.bind_session(session_record(token, session_id), person.name)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -113,7 +111,7 @@ def logout(request: Request) -> Response:
     token: str | None = request.app.state.settings.ui_token
     presented = request.cookies.get(SESSION_COOKIE)
     if token is not None and presented:
-        close_session(request.app.state.settings.approvals_db, session_record(token, presented))
+        anyio.from_thread.run(request.app.state.store.close_session, session_record(token, presented))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

@@ -3,8 +3,8 @@
 - A token (UI_TOKEN), when set, guards every page and API call: `Authorization: Bearer` for
   scripts, or an HttpOnly SameSite=Strict session cookie set by the login form for browsers. The
   cookie holds a random session id, new at every login and valid for SESSION_MAX_AGE; the
-  projection file records a keyed hash of it (projection/sessions.py), so every UI process on that
-  file honours it and a logout revokes it everywhere. The hash is keyed by the token, so changing
+  projection records a keyed hash of it (projection/sessions.py), so every UI process on that
+  database honours it and a logout revokes it everywhere. The hash is keyed by the token, so changing
   UI_TOKEN ends every session.
 - Requests that change state must come from this origin (Origin and Sec-Fetch-Site), so another
   site cannot make a logged-in browser approve a tool.
@@ -19,11 +19,11 @@ import hmac
 import secrets
 from urllib.parse import urlsplit
 
+import anyio.from_thread
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from projection.sessions import session_is_open
-from projection.users import Principal, session_person, verify_token
+from projection.users import Principal
 from ui.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "approvals_ui_session"
@@ -101,33 +101,37 @@ def _bearer(request: Request) -> str | None:
     return credentials.strip() if scheme.lower() == "bearer" else None
 
 
-def principal_of(request: Request) -> Principal | None:
+async def principal_of(request: Request) -> Principal | None:
     """The person whose own token (`starter.py users add`) the request carries, or who logged in
     with it (an open session bound to them); None otherwise."""
-    settings = request.app.state.settings
+    store, token = request.app.state.store, request.app.state.settings.ui_token
     bearer = _bearer(request)
     if bearer:
-        return verify_token(settings.approvals_db, bearer)
+        return await store.verify_token(bearer)  # type: ignore[no-any-return]
     cookie = request.cookies.get(SESSION_COOKIE, "")
-    if settings.ui_token is None or not cookie or len(cookie) > MAX_SESSION_ID:
+    if token is None or not cookie or len(cookie) > MAX_SESSION_ID:
         return None
-    record = session_record(settings.ui_token, cookie)
-    if not session_is_open(settings.approvals_db, record):
+    record = session_record(token, cookie)
+    if not await store.session_is_open(record):
         return None
-    return session_person(settings.approvals_db, record)
+    return await store.session_person(record)  # type: ignore[no-any-return]
 
 
 def is_authenticated(request: Request) -> bool:
     token: str | None = request.app.state.settings.ui_token
-    if token is None or principal_of(request) is not None:
+    if token is None:
         return True
     bearer = _bearer(request)
     if bearer is not None and token_matches(bearer, token):
         return True
+    # Called from sync code that FastAPI runs on a thread: the store's call goes back to the loop.
+    if bearer and anyio.from_thread.run(request.app.state.store.verify_token, bearer) is not None:
+        return True
     cookie = request.cookies.get(SESSION_COOKIE, "")
     if not cookie or len(cookie) > MAX_SESSION_ID:
         return False
-    return session_is_open(request.app.state.settings.approvals_db, session_record(token, cookie))
+    # Called from sync code that FastAPI runs on a thread: the store's call goes back to the loop.
+    return bool(anyio.from_thread.run(request.app.state.store.session_is_open, session_record(token, cookie)))
 
 
 def require_token(request: Request) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
@@ -10,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from projection.store import ProjectionStore
 from settings import Settings
 from ui import api, events, pages
 from ui.errors import HttpError, render_http_error, render_validation_error
@@ -22,9 +25,20 @@ log = logging.getLogger(__name__)
 
 def create_app(settings: Settings, client_provider: ClientProvider | None = None) -> FastAPI:
     """client_provider returns the Temporal client to use; tests pass their own, serve() connects lazily."""
+    store = ProjectionStore(settings.approvals_db)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await store.close()
+
     # The OpenAPI schema (no docs pages: they would need inline script) describes the API for clients and fuzzers.
-    app = FastAPI(title="Approvals inbox", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    app = FastAPI(
+        title="Approvals inbox", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", lifespan=lifespan
+    )
     app.state.settings = settings
+    # One store per app: a pool of connections (PostgreSQL) or a thread per query (SQLite).
+    app.state.store = store
     app.state.client_provider = client_provider or LazyClient(settings)
     app.add_exception_handler(HttpError, render_http_error)
     app.add_exception_handler(RequestValidationError, render_validation_error)

@@ -30,6 +30,7 @@ CALL_LLM = "call_llm"
 EXECUTE_TOOL = "execute_tool"
 LIST_TOOLS = "list_tools"
 RUN_PYTHON_TOOL = "run_python_tool"
+PICK_TOOL_HOST = "pick_tool_host"
 CALL_MCP_TOOL = "call_mcp_tool"
 # Which activity runs a tool, by the tool's source.
 TOOL_ACTIVITIES = {"builtin": EXECUTE_TOOL, "python": RUN_PYTHON_TOOL, "mcp": CALL_MCP_TOOL}
@@ -80,10 +81,23 @@ async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
     return await run_tool(request, "builtin", summary)
 
 
-async def run_tool(request: ToolRequest, source: str, summary: str) -> ToolResult:
+async def pick_tool_host() -> str:
+    """The host task queue of whichever worker takes this: the conversation's tools run there from now on."""
+    return await workflow.execute_activity(
+        PICK_TOOL_HOST,
+        result_type=str,
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=PROJECTION_RETRY,
+        summary="pin this conversation's tools to a worker host",
+    )
+
+
+async def run_tool(request: ToolRequest, source: str, summary: str, task_queue: str | None = None) -> ToolResult:
+    """task_queue: the host the conversation is pinned to (None: the workflow's own queue)."""
     return await workflow.execute_activity(
         TOOL_ACTIVITIES[source],
         request,
+        task_queue=task_queue,
         result_type=ToolResult,
         start_to_close_timeout=timedelta(minutes=10),
         heartbeat_timeout=timedelta(seconds=10),
@@ -95,7 +109,7 @@ async def run_tool(request: ToolRequest, source: str, summary: str) -> ToolResul
 async def project(
     payload: ConversationProjection | ApprovalRequestedProjection | ApprovalResolvedProjection | CompactionProjection,
 ) -> None:
-    """Mirror state that history already holds into the SQLite read model."""
+    """Mirror state that history already holds into the read model."""
     if isinstance(payload, CompactionProjection):
         name = PROJECT_COMPACTION
         summary = f"projection: archive {len(payload.messages)} compacted message(s)"

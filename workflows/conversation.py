@@ -46,6 +46,7 @@ MAX_MODEL_STEPS_PER_TURN = 25
 # Compaction and the retry after a context-window error add commands: histories written before
 # them replay down the old path.
 COMPACTION_PATCH = "context-compaction"
+PIN_TOOLS_TO_HOST = "pin-tools-to-host"
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -80,9 +81,11 @@ class ConversationWorkflow:
                 auto_approve=lambda: self.auto_approve,
                 get_kv=lambda: self._kv,
                 set_kv=self.replace_kv,
+                tool_queue=self.tool_queue,
             ),
             start.used_tool_call_ids,
         )
+        self._tool_queue = start.tool_queue
         self._context = ContextKeeper(self._id, start, self._status)
 
     # ---- run loop -------------------------------------------------------------------------
@@ -121,6 +124,7 @@ class ConversationWorkflow:
                 "turn_count": self._turn_count,
                 "used_tool_call_ids": sorted(self._tools.used_ids),
                 "resolved": self._book.resolutions(),
+                "tool_queue": self._tool_queue,
                 "context_budget_tokens": self._context.budget,
                 "context_anchor": self._context.anchor,
                 "archived_messages": self._context.archived,
@@ -186,6 +190,17 @@ class ConversationWorkflow:
     @property
     def auto_approve(self) -> bool:
         return self._auto_approve or self._start.policy.mode == "auto_approve"
+
+    async def tool_queue(self) -> str | None:
+        """Where this conversation's tools run: the host of the worker that took the first of them.
+
+        Its workspace holds what earlier tools wrote, so every later tool goes there too. The choice
+        is an activity result, so it is in history and a replay (or another host) sees the same.
+        Histories from before this choice existed keep running their tools on the shared queue.
+        """
+        if self._tool_queue is None and workflow.patched(PIN_TOOLS_TO_HOST):
+            self._tool_queue = await calls.pick_tool_host()
+        return self._tool_queue
 
     def replace_kv(self, kv: dict) -> None:
         self._kv = dict(kv)

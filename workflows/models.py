@@ -188,6 +188,8 @@ class ConversationInput(BaseModel):
     used_tool_call_ids: list[str] = Field(default_factory=list)
     resolved: dict[str, Resolution] = Field(default_factory=dict)
     continue_as_new_after_events: int | None = None
+    # The host task queue the conversation's tools run on, once chosen (recorded in history).
+    tool_queue: str | None = None
     context_budget_tokens: int | None = Field(
         default=None, description="past this the transcript is compacted; None: the built-in default"
     )

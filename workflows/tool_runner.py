@@ -9,7 +9,7 @@ any workflow that runs an agent loop can reuse it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -59,6 +59,8 @@ class ToolContext:
     auto_approve: Callable[[], bool]
     get_kv: Callable[[], dict[str, Any]]
     set_kv: Callable[[dict[str, Any]], None]
+    # Where this conversation's tools run (a host's task queue, chosen once; None: the shared queue).
+    tool_queue: Callable[[], Awaitable[str | None]]
 
 
 @dataclass
@@ -119,6 +121,9 @@ class ToolRunner:
         """Calls run in the model's order. Those before the first asked call run at once; then every
         asked call of the message goes to a person together, and the rest follow as decisions land."""
         plans = [self._plan(call) for call in tool_calls]
+        if any(plan.verdict in ("allow", "ask") for plan in plans):
+            # Choose the host before anyone is asked, so a decision is never kept waiting for it.
+            await self._ctx.tool_queue()
         first_ask = next((i for i, plan in enumerate(plans) if plan.verdict == "ask"), len(plans))
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
@@ -237,7 +242,7 @@ class ToolRunner:
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
             try:
-                result = await calls.run_tool(request, spec.source, summary)
+                result = await calls.run_tool(request, spec.source, summary, await ctx.tool_queue())
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)

@@ -5,6 +5,8 @@ import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 
 const $ = (id) => document.getElementById(id);
+const PAGE = 50;
+const MAX_PAGE = 500;
 const view = {
   selectedId: null,
   detailSignature: "",
@@ -13,6 +15,8 @@ const view = {
   detailAgain: false,
   refreshTimer: null,
   principal: null,
+  // How many rows each list shows; "Show more" raises it by a page. Lists are keyset pages.
+  wanted: { conversations: PAGE, pending: PAGE },
 };
 
 async function api(path, options = {}) {
@@ -28,7 +32,23 @@ async function api(path, options = {}) {
     throw new Error("log in first");
   }
   const body = await response.json().catch(() => null);
-  return { ok: response.ok, status: response.status, body };
+  return { ok: response.ok, status: response.status, body, next: response.headers.get("X-Next-Cursor") };
+}
+
+// The first `wanted` rows of a paged listing, page after page; `more` says whether rows remain.
+async function loadPaged(path, wanted) {
+  const joiner = path.includes("?") ? "&" : "?";
+  let rows = [];
+  let after = null;
+  for (;;) {
+    const size = Math.min(MAX_PAGE, wanted - rows.length);
+    const cursor = after ? `&after=${encodeURIComponent(after)}` : "";
+    const result = await api(`${path}${joiner}limit=${size}${cursor}`);
+    if (!result.ok) return null;
+    rows = rows.concat(result.body);
+    after = result.next;
+    if (!after || rows.length >= wanted) return { rows, more: Boolean(after) };
+  }
 }
 
 function errorMessage(result) {
@@ -76,20 +96,23 @@ async function decide(approval, decision, reason, buttons) {
   refreshSoon(approval.conversation_id);
 }
 
-function renderConversations(conversations) {
+function renderConversations(conversations, more) {
   const list = $("conversation-list");
   list.replaceChildren(...conversations.map((c) => conversationItem(c, view.selectedId)));
   $("conversation-empty").hidden = conversations.length > 0;
+  $("conversation-more").hidden = !more;
 }
 
-function renderInbox(pending) {
+function renderInbox(pending, more) {
   syncCards($("inbox-cards"), pending, { showConversation: true, selection: selectionBox });
   keepWaiting(pending);
   $("inbox-empty").hidden = pending.length > 0;
+  $("pending-more").hidden = !more;
   const total = $("pending-total");
+  const count = more ? `${pending.length}+` : String(pending.length);
   total.hidden = pending.length === 0;
-  total.textContent = String(pending.length);
-  document.title = pending.length ? `(${pending.length}) Approvals inbox` : "Approvals inbox";
+  total.textContent = count;
+  document.title = pending.length ? `(${count}) Approvals inbox` : "Approvals inbox";
 }
 
 function renderDetail(detail) {
@@ -180,10 +203,18 @@ async function loadDetail() {
 }
 
 async function refreshLists() {
-  const [conversations, pending] = await Promise.all([api("/api/conversations"), api("/api/approvals?status=pending")]);
-  if (conversations.ok) renderConversations(conversations.body);
-  if (pending.ok) renderInbox(pending.body);
+  const [conversations, pending] = await Promise.all([
+    loadPaged("/api/conversations", view.wanted.conversations),
+    loadPaged("/api/approvals?status=pending", view.wanted.pending),
+  ]);
+  if (conversations) renderConversations(conversations.rows, conversations.more);
+  if (pending) renderInbox(pending.rows, pending.more);
   if ($("audit").open) loadAudit();
+}
+
+function showMore(list) {
+  view.wanted[list] += PAGE;
+  refreshLists();
 }
 
 // Decided requests, newest first; read only while the audit section is open.
@@ -304,6 +335,8 @@ function main() {
   setupBatch({ api, toast, errorMessage, deciderName, refresh: () => refreshSoon() });
   $("close-button").addEventListener("click", closeConversation);
   $("audit").addEventListener("toggle", () => $("audit").open && loadAudit());
+  $("conversation-more").addEventListener("click", () => showMore("conversations"));
+  $("pending-more").addEventListener("click", () => showMore("pending"));
   window.addEventListener("hashchange", route);
   // Who you are comes first: the cards offer their buttons only to those who may decide.
   api("/api/session").then((result) => {

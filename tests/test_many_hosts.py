@@ -1,0 +1,207 @@
+"""Many hosts: three workers with three workspaces, one PostgreSQL, two UIs and the CLI at once.
+
+Each conversation asks to run a shell command that appends its marker to a file in the workspace.
+Every request is decided three times at once (UI one, UI two, the CLI): exactly one wins. Workers
+are SIGKILLed while this runs and replaced (same host name, same workspace, as a restarted host).
+At the end every approved command ran at most once, in the workspace of the host its conversation
+was pinned to (as history records it), nothing ran twice or went missing without being reported
+as "outcome unknown", and a projection rebuild from Temporal changes no row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from control import get_state, start_conversation
+from demo_model.server import text_reply, tool_reply
+from projection.rebuild import rebuild_projection
+from settings import Settings
+from tests.failure_support import address_of
+from tests.helpers import eventually, rows, tool_messages
+from tests.postgres import PostgresServer
+from tests.processes import REPO_ROOT, WorkerProcess, free_port, process_env, wait_for_port
+from tests.scripts import ScriptedModel, first_user_text, last_role, tool_results
+
+CONVERSATIONS = 30
+HOSTS = ("host-a", "host-b", "host-c")
+KILLS = 4
+EXECUTE = "execute_tool"
+
+
+def mark_behaviour(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user's text is the marker: append it to marks.txt, then report the result."""
+    if last_role(messages) == "user":
+        marker = first_user_text(messages)
+        return tool_reply(("call_1", "run_shell", {"command": f"echo {marker} >> marks.txt"}))
+    return text_reply("done: " + " | ".join(str(m["content"]) for m in tool_results(messages)))
+
+
+@pytest.fixture
+def many_hosts_settings(settings: Settings, postgres: PostgresServer) -> Settings:
+    from dataclasses import replace
+
+    return replace(settings, approvals_db=postgres.new_database())
+
+
+async def decide_three_ways(ui_urls: list[str], env: dict[str, str], request_id: str) -> list[str]:
+    """UI one, UI two and the CLI decide the same request at once; returns each one's outcome."""
+
+    async def by_ui(url: str, who: str) -> str:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            answer = await http.post(f"/api/approvals/{request_id}/decision", json={"decision": "allow", "name": who})
+        return {200: "won", 409: "refused"}.get(answer.status_code, f"http {answer.status_code}: {answer.text}")
+
+    async def by_cli() -> str:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "starter.py",
+            "approve",
+            request_id,
+            "--as",
+            "cli",
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        _, err = await proc.communicate()
+        return {0: "won", 3: "refused"}.get(proc.returncode or 0, f"exit {proc.returncode}: {err.decode()}")
+
+    return list(await asyncio.gather(by_ui(ui_urls[0], "ui-one"), by_ui(ui_urls[1], "ui-two"), by_cli()))
+
+
+async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
+    client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    settings = many_hosts_settings
+    model.behaviour = mark_behaviour
+    address = address_of(client)
+    workspaces = {host: tmp_path / f"workspace-{host}" for host in HOSTS}
+
+    def worker(host: str) -> WorkerProcess:
+        env = process_env(settings, address, WORKER_HOST=host, WORKSPACE_DIR=str(workspaces[host]))
+        return WorkerProcess(env, tmp_path / f"worker-{host}.log").start()
+
+    workers = {host: worker(host) for host in HOSTS}
+    ui_ports = [free_port(), free_port()]
+    uis = [
+        subprocess.Popen(
+            [sys.executable, "starter.py", "ui"],
+            cwd=REPO_ROOT,
+            env=process_env(settings, address, UI_PORT=str(port)),
+            stdout=(tmp_path / f"ui-{port}.log").open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        for port in ui_ports
+    ]
+    cli_env = process_env(settings, address)
+    try:
+        for port in ui_ports:
+            wait_for_port(port)
+        markers = [f"mark-{i:03d}" for i in range(CONVERSATIONS)]
+        ids = {marker: await start_conversation(client, settings, marker) for marker in markers}
+
+        async def all_pending() -> list[dict[str, Any]]:
+            found = rows(settings.approvals_db, "SELECT request_id FROM ui_pending_approvals WHERE decision IS NULL")
+            return found if len(found) == CONVERSATIONS else []
+
+        requests = [row["request_id"] for row in await eventually(all_pending, timeout=180, interval=0.5)]
+
+        async def chaos() -> None:
+            for _ in range(KILLS):
+                await asyncio.sleep(random.uniform(1.0, 3.0))
+                host = random.choice(HOSTS)
+                workers[host].kill()
+                workers[host] = worker(host)
+
+        ui_urls = [f"http://127.0.0.1:{port}" for port in ui_ports]
+        gate = asyncio.Semaphore(4)
+
+        async def decide(request_id: str) -> list[str]:
+            async with gate:
+                return await decide_three_ways(ui_urls, cli_env, request_id)
+
+        chaos_task = asyncio.create_task(chaos())
+        outcomes = await asyncio.gather(*(decide(request_id) for request_id in requests))
+        await chaos_task
+        for request_id, outcome in zip(requests, outcomes, strict=True):
+            assert sorted(outcome) == ["refused", "refused", "won"], (request_id, outcome)
+
+        async def all_idle() -> dict[str, Any]:
+            states = {}
+            for marker, cid in ids.items():
+                state = await get_state(client, cid)
+                if state.turn_status != "idle":
+                    return {}
+                states[marker] = state
+            return states
+
+        states = await eventually(all_idle, timeout=240, interval=1.0)
+        marks = {host: _lines(workspaces[host] / "marks.txt") for host in HOSTS}
+        used: set[str | None] = set()
+        for marker, cid in ids.items():
+            pinned = await _pinned_host(client, cid, settings)
+            assert pinned in HOSTS, (cid, pinned)
+            used.add(pinned)
+            ran = {host: marks[host].count(marker) for host in HOSTS}
+            [result] = tool_messages(states[marker])
+            if "Outcome unknown" in result:  # its worker died mid-command: reported, never re-run
+                assert sum(ran.values()) <= 1 and all(ran[h] == 0 for h in HOSTS if h != pinned), (marker, ran)
+            else:
+                assert ran == {h: int(h == pinned) for h in HOSTS}, (marker, ran, result)
+
+        assert len(used) >= 2, f"the conversations spread over the hosts: {used}"
+
+        before = _projection(settings)
+        assert all(row["turn_status"] == "idle" and row["pending_count"] == 0 for row in before["conversations"])
+        assert [row["decision"] for row in before["approvals"]] == ["allow"] * CONVERSATIONS
+        winners = {row["decided_by"] for row in before["approvals"]}
+        assert winners <= {"ui-one", "ui-two", "cli"}
+        report = await rebuild_projection(client, settings)
+        assert (report.pending_restored, report.stale_resolved, report.unreachable) == (0, 0, [])
+        assert _projection(settings) == before
+    finally:
+        for ui in uis:
+            ui.terminate()
+            ui.wait(timeout=30)
+        for process in workers.values():
+            process.stop()
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+async def _pinned_host(client: Client, conversation_id: str, settings: Settings) -> str | None:
+    """The host whose task queue history shows the conversation's tool was scheduled on."""
+    history = await client.get_workflow_handle(conversation_id).fetch_history()
+    for event in history.events:
+        scheduled = event.activity_task_scheduled_event_attributes
+        if (
+            event.HasField("activity_task_scheduled_event_attributes")
+            and scheduled.activity_type.name == "execute_tool"
+        ):
+            return scheduled.task_queue.name.removeprefix(f"{settings.task_queue}@")
+    return None
+
+
+def _projection(settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "conversations": rows(
+            settings.approvals_db,
+            "SELECT conversation_id, turn_status, pending_count FROM ui_conversations ORDER BY conversation_id",
+        ),
+        "approvals": rows(
+            settings.approvals_db,
+            "SELECT request_id, decision, decided_by, resolved_at FROM ui_pending_approvals ORDER BY request_id",
+        ),
+    }
