@@ -18,6 +18,7 @@ from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status
+from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.stack import one_line
@@ -52,6 +53,7 @@ def test_rules_name_people_and_groups_and_match_any_part_of_a_shell_command() ->
     assert not may_decide(["group:sre", "alice"], None, ["sre"])
 
 
+@on_both_backends
 async def test_a_token_is_stored_only_as_a_salted_hash(settings: Settings) -> None:
     token = await add_person(settings, "sam", ["sre"])
     [stored] = rows(settings.approvals_db, "SELECT * FROM ui_users")
@@ -73,6 +75,7 @@ def gated(settings: Settings, tmp_path: Path) -> Settings:
     return replace(settings, policy_file=str(policy))
 
 
+@on_both_backends
 async def test_only_named_approvers_decide_at_every_door_and_in_the_workflow(
     client: Client, gated: Settings, model: ScriptedModel, histories: HistoryRecorder, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -154,6 +157,7 @@ required = 2
 """
 
 
+@on_both_backends
 async def test_a_two_person_rule_needs_two_distinct_approvers_and_one_deny_ends_it(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from projection.audit import parse_since
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import wait_pending, wait_status
+from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.stack import one_line
@@ -39,6 +40,7 @@ def test_since_takes_durations_and_iso_times() -> None:
         raise AssertionError(f"{bad!r} was accepted")
 
 
+@on_both_backends
 async def test_every_request_with_who_which_door_which_hash_and_the_outcome(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:

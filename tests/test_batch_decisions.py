@@ -10,6 +10,7 @@ from control import start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import api_client
@@ -21,6 +22,7 @@ def writes(*names: str) -> list[tuple[str, str, dict[str, str]]]:
     return [(f"c_{name}", "write_file", {"path": f"{name}.txt", "content": name}) for name in names]
 
 
+@on_both_backends
 async def test_cli_approves_several_and_a_refused_one_does_not_stop_the_others(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
@@ -57,6 +59,7 @@ async def test_cli_approves_several_and_a_refused_one_does_not_stop_the_others(
     ]
 
 
+@on_both_backends
 async def test_api_batch_gives_each_call_its_own_result(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:

@@ -14,6 +14,7 @@ from control import get_state, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.stack import one_line
@@ -42,6 +43,7 @@ def test_the_hash_is_of_the_canonical_json_whatever_the_key_order() -> None:
     assert len(arguments_hash(ARGS)) == 16
 
 
+@on_both_backends
 async def test_update_validator_refuses_a_stale_hash_and_a_stale_signal_changes_nothing(
     client: Client,
     settings: Settings,
@@ -83,6 +85,7 @@ async def test_update_validator_refuses_a_stale_hash_and_a_stale_signal_changes_
     }
 
 
+@on_both_backends
 async def test_api_refuses_a_stale_hash_with_409_and_accepts_the_shown_one(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
@@ -111,6 +114,7 @@ async def test_api_refuses_a_stale_hash_with_409_and_accepts_the_shown_one(
     assert decided["outcome"] == "not run"
 
 
+@on_both_backends
 async def test_cli_refuses_a_stale_hash_with_exit_3_and_binds_to_what_it_read(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
