@@ -75,18 +75,29 @@ async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
         (decision.request_id, conversation_id, decision.decision, decision.reason, decision.decided_by, now_iso()),
     )
     if won:
+        # The whole decision (principal, groups, hash, door), for a re-delivery if its sender dies.
+        await tx.execute("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (decision.request_id,))
+        await tx.execute(
+            "INSERT INTO ui_claimed_decisions (request_id, decision_json) VALUES (?, ?)",
+            (decision.request_id, decision.model_dump_json()),
+        )
         return ClaimedDecision(conversation_id, decision)
     earlier = await tx.fetchone(
-        "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
+        "SELECT c.decision, c.reason, c.decided_by, c.claimed_at, d.decision_json FROM ui_decision_claims c"
+        " LEFT JOIN ui_claimed_decisions d ON d.request_id = c.request_id WHERE c.request_id = ?",
         (decision.request_id,),
     )
     if earlier is None:  # released by its sender between our insert and this read: a lost race
         raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.request_id} is being decided; try again")
-    first = DecisionInput(
-        request_id=decision.request_id,
-        decision=earlier["decision"],
-        reason=earlier["reason"],
-        decided_by=earlier["decided_by"],
+    first = (
+        DecisionInput.model_validate_json(earlier["decision_json"])
+        if earlier["decision_json"]
+        else DecisionInput(
+            request_id=decision.request_id,
+            decision=earlier["decision"],
+            reason=earlier["reason"],
+            decided_by=earlier["decided_by"],
+        )
     )
     raise DecisionRefused(
         ERROR_ALREADY_RESOLVED,
@@ -134,3 +145,4 @@ def _stale(claimed_at: str) -> bool:
 async def release_claim(tx: Tx, request_id: str) -> None:
     """Undo a claim whose signal could not be delivered, so the person can try again."""
     await tx.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
+    await tx.execute("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (request_id,))

@@ -84,6 +84,9 @@ def _projection_v5(dialect: Dialect) -> list[str]:
         """CREATE TABLE IF NOT EXISTS ui_partial_approvals (
             request_id TEXT NOT NULL, principal TEXT NOT NULL, approved_at TEXT NOT NULL,
             PRIMARY KEY (request_id, principal))""",
+        # The whole decision a claim stands for (principal, groups, hash, door), so a re-delivery
+        # after its sender died carries what the workflow checks.
+        "CREATE TABLE IF NOT EXISTS ui_claimed_decisions (request_id TEXT PRIMARY KEY, decision_json TEXT NOT NULL)",
     ]
 
 

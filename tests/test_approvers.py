@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from control import get_state, start_conversation
 from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, execute, rows, wait_pending, wait_status
 from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -207,3 +208,33 @@ async def test_a_two_person_rule_needs_two_distinct_approvers_and_one_deny_ends_
     assert (settings.workspace_dir / "twice.txt").read_text() == "ran\n", "it ran once, after the second approval"
     assert approval_row(settings.approvals_db, c2)["decision"] == "deny"
     assert not (settings.workspace_dir / "denied.txt").exists()
+
+
+@on_both_backends
+async def test_a_lost_signal_is_redelivered_with_its_principal(
+    client: Client, gated: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    settings = gated
+    model.behaviour = calls_then_summary(("c1", "run_shell", {"command": "kubectl version > lost.txt"}))
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "deploy"))
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        # sam's door claims the call and dies before its signal leaves.
+        store = ProjectionStore(settings.approvals_db)
+        try:
+            lost = DecisionInput(
+                request_id=row["request_id"], decision="allow", decided_by="sam", principal="sam", groups=["sre"]
+            )
+            await store.claim_decision(lost)
+        finally:
+            await store.close()
+        long_ago = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
+        execute(settings.approvals_db, "UPDATE ui_decision_claims SET claimed_at = ?", long_ago)
+        # The next decider is refused, and delivers sam's decision, principal and all.
+        late = await run_cli(settings, client, "deny", row["request_id"], "--as", "alice")
+        assert late.returncode == 3 and "already decided: allow by sam" in one_line(late.stderr)
+        await wait_status(client, cid, "idle")
+
+    resolved = approval_row(settings.approvals_db, row["request_id"])
+    assert (resolved["decision"], resolved["decided_by"]) == ("allow", "sam")
+    assert (settings.workspace_dir / "lost.txt").exists()
