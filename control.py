@@ -41,12 +41,18 @@ def new_conversation_id() -> str:
 
 
 async def start_conversation(
-    client: Client, settings: Settings, message: str, conversation_id: str | None = None
+    client: Client,
+    settings: Settings,
+    message: str,
+    conversation_id: str | None = None,
+    started_by: str | None = None,
 ) -> str:
-    """Start one; an id outside the alphabet of workflows/ids.py raises InvalidConversationId."""
+    """Start one; an id outside the alphabet of workflows/ids.py raises InvalidConversationId.
+    started_by: the principal the door verified (self-approval rules refuse them their own calls)."""
     conversation_id = check_conversation_id(conversation_id or new_conversation_id())
     start = ConversationInput(
         conversation_id=conversation_id,
+        started_by=started_by,
         policy=settings.load_policy(),
         approval_timeout_seconds=settings.approval_timeout,
         inbox=[message],

@@ -51,6 +51,7 @@ async def who_decides(args: argparse.Namespace, session: Session) -> tuple[str, 
         if principal is None:
             raise CliError(f"{TOKEN_ENV} is not the token of any user (see: starter.py users list)", EXIT_USAGE)
         return principal.name, principal.groups, TOKEN_ENV
-    name = args.decided_by or getpass.getuser()
-    how = "--as" if args.decided_by else "the operating-system user"
+    named = getattr(args, "decided_by", None)
+    name = named or getpass.getuser()
+    how = "--as" if named else "the operating-system user"
     return name, await store.groups_of(name), how

@@ -62,9 +62,9 @@ async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     stale = _stale_hash(decision, details.get("arguments", {}))
     if stale is not None:
         raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
-    approvers = details.get("approvers")
-    if not may_decide(approvers, decision.principal, decision.groups):
-        why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups)
+    approvers, not_by = details.get("approvers"), details.get("not_by")
+    if not may_decide(approvers, decision.principal, decision.groups, not_by):
+        why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups, not_by)
         raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
     if await _one_of_several(tx, decision, details.get("required", 1)):
         return ClaimedDecision(conversation_id, decision)

@@ -63,6 +63,8 @@ def _details(record: ApprovalRecord) -> str:
         details["approvers"] = record.approvers
     if record.required > 1:
         details["required"] = record.required
+    if record.not_by is not None:
+        details["not_by"] = record.not_by
     return json.dumps(details, sort_keys=True)
 
 

@@ -238,3 +238,46 @@ async def test_a_lost_signal_is_redelivered_with_its_principal(
     resolved = approval_row(settings.approvals_db, row["request_id"])
     assert (resolved["decision"], resolved["decided_by"]) == ("allow", "sam")
     assert (settings.workspace_dir / "lost.txt").exists()
+
+
+NO_SELF_APPROVAL = """
+ask = ["write_file", "run_shell"]
+
+[[approvers]]
+match = ["run_shell(kubectl *)"]
+approvers = ["group:sre"]
+self_approval = false
+"""
+
+
+@on_both_backends
+async def test_whoever_started_the_conversation_may_not_approve_its_calls_when_a_rule_says_so(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
+) -> None:
+    policy = tmp_path / "self.toml"
+    policy.write_text(NO_SELF_APPROVAL)
+    settings = replace(settings, policy_file=str(policy))
+    model.behaviour = calls_then_summary(("c1", "run_shell", {"command": "kubectl version > mine.txt"}))
+    sam, sid = await add_person(settings, "sam", ["sre"]), await add_person(settings, "sid", ["sre"])
+    async with build_worker(client, settings), api_client(settings, client) as http:
+        started = await http.post(
+            "/api/conversations", json={"message": "deploy"}, headers={"Authorization": f"Bearer {sam}"}
+        )
+        assert started.status_code == 201, started.text
+        cid = histories.track(started.json()["conversation_id"])
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        path = f"/api/approvals/{row['request_id']}/decision"
+        assert (await http.get(f"/api/approvals/{row['request_id']}")).json()["not_by"] == "sam"
+
+        own = await http.post(path, json={"decision": "allow"}, headers={"Authorization": f"Bearer {sam}"})
+        assert own.status_code == 403 and "may not approve its own call" in own.json()["error"]["message"]
+        with pytest.raises(WorkflowUpdateFailedError) as failure:
+            raw = DecisionInput(request_id=row["request_id"], decision="allow", principal="sam", groups=["sre"])
+            await client.get_workflow_handle(cid).execute_update(UPDATE_DECIDE, raw, result_type=DecisionResult)
+        assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == "NotAnApprover"
+        other = await http.post(path, json={"decision": "allow"}, headers={"Authorization": f"Bearer {sid}"})
+        assert other.status_code == 200, other.text
+        await wait_status(client, cid, "idle")
+
+    assert approval_row(settings.approvals_db, row["request_id"])["decided_by"] == "sid"
+    assert (settings.workspace_dir / "mine.txt").exists()

@@ -98,7 +98,11 @@ async def start_conversation(request: Request) -> dict[str, Any]:
     settings = _settings(request)
     client = await _client(request)
     try:
-        conversation_id = await control.start_conversation(client, settings, body.message, body.conversation_id)
+        person = await principal_of(request)
+        starter = person.name if person is not None else None
+        conversation_id = await control.start_conversation(
+            client, settings, body.message, body.conversation_id, started_by=starter
+        )
     except WorkflowAlreadyStartedError:
         raise Conflict(f"conversation {body.conversation_id} already exists") from None
     except RPCError as err:

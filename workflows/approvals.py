@@ -82,8 +82,9 @@ class ApprovalBook:
                     ERROR_STALE_APPROVAL,
                     f"approval {request_id} is stale: decided on arguments hash {args_hash}, the call's is {current}",
                 )
-            if not may_decide(record.approvers, principal, groups or []):
-                return ERROR_NOT_AN_APPROVER, approver_refusal(request_id, record.approvers, principal, groups or [])
+            if not may_decide(record.approvers, principal, groups or [], record.not_by):
+                why = approver_refusal(request_id, record.approvers, principal, groups or [], record.not_by)
+                return ERROR_NOT_AN_APPROVER, why
             if verdict != "deny" and principal in record.approved_by:
                 more = record.required - len(record.approved_by)
                 return (
@@ -119,7 +120,9 @@ class ApprovalBook:
             for sibling in self.pending():
                 same_tool = sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash
                 # A sibling someone else must approve keeps waiting for them.
-                alone = sibling.required == 1 and may_decide(sibling.approvers, decision.principal, decision.groups)
+                alone = sibling.required == 1 and may_decide(
+                    sibling.approvers, decision.principal, decision.groups, sibling.not_by
+                )
                 if same_tool and alone:
                     reason = f"always allowed with {record.request_id}"
                     self._resolve(sibling, "allow", reason, decision.decided_by, now)

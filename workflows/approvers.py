@@ -41,8 +41,22 @@ def required_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -
     return max([rule.required for rule in _matching(rules, tool, arguments)], default=1)
 
 
-def may_decide(approvers: list[str] | None, principal: str | None, groups: list[str]) -> bool:
-    """A name on the list, or a member of a `group:NAME` on it; anyone when no rule applies."""
+def not_by_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any], started_by: str | None) -> str | None:
+    """Who may not decide the call: the conversation's starter, when a matching rule forbids
+    approving one's own calls; None otherwise."""
+    if started_by is None:
+        return None
+    forbids = any(not rule.self_approval for rule in _matching(rules, tool, arguments))
+    return started_by if forbids else None
+
+
+def may_decide(
+    approvers: list[str] | None, principal: str | None, groups: list[str], not_by: str | None = None
+) -> bool:
+    """A name on the list, or a member of a `group:NAME` on it; anyone when no rule applies. Never
+    the conversation's starter where a rule forbids self-approval."""
+    if not_by is not None and principal == not_by:
+        return False
     if approvers is None:
         return True
     if principal is None:
@@ -50,6 +64,10 @@ def may_decide(approvers: list[str] | None, principal: str | None, groups: list[
     return principal in approvers or any(f"group:{group}" in approvers for group in groups)
 
 
-def approver_refusal(request_id: str, approvers: list[str] | None, principal: str | None, groups: list[str]) -> str:
+def approver_refusal(
+    request_id: str, approvers: list[str] | None, principal: str | None, groups: list[str], not_by: str | None = None
+) -> str:
+    if not_by is not None and principal == not_by:
+        return f"{principal} started this conversation and may not approve its own call {request_id}"
     who = "a decision with no verified principal" if principal is None else f"{principal} (groups {groups or 'none'})"
     return f"{who} may not decide {request_id}: only {', '.join(approvers or [])}"

@@ -82,6 +82,7 @@ class ConversationWorkflow:
                 get_kv=lambda: self._kv,
                 set_kv=self.replace_kv,
                 tool_queue=self.tool_queue,
+                started_by=start.started_by,
             ),
             start.used_tool_call_ids,
         )

@@ -132,6 +132,7 @@ class ApproverRule(BaseModel):
     match: list[str] = Field(description="rules in the allow/ask/deny syntax: tool or tool(glob)")
     approvers: list[str]
     required: int = Field(default=1, ge=1, le=10, description="distinct approvers an allow needs")
+    self_approval: bool = Field(default=True, description="false: whoever started the conversation may not decide")
 
 
 class PolicyRules(BaseModel):
@@ -168,12 +169,14 @@ class ApprovalRecord(BaseModel):
     approvers: list[str] | None = Field(default=None, description="who may decide it; None: anyone")
     required: int = Field(default=1, description="distinct approvals it needs before it runs")
     approved_by: list[str] = Field(default_factory=list, description="who approved so far (while partial)")
+    not_by: str | None = Field(default=None, description="who may not decide it: the starter, when a rule says so")
 
 
 class ConversationInput(BaseModel):
     """Workflow input; also the state carried across continue-as-new."""
 
     conversation_id: str
+    started_by: str | None = Field(default=None, description="the principal who started it, as its door knew")
     policy: PolicyRules = Field(default_factory=PolicyRules)
     approval_timeout_seconds: float = 604800.0
     inbox: list[str] = Field(default_factory=list)

@@ -162,7 +162,8 @@ function toolOrigin(tool) {
 
 // onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
 // Mirrors workflows/approvers.py may_decide: the server and the workflow check it again.
-function mayDecide(approvers, principal) {
+function mayDecide(approvers, principal, notBy) {
+  if (notBy && principal && principal.name === notBy) return false;
   if (!approvers) return true;
   if (!principal) return false;
   return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
@@ -206,8 +207,10 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     const names = approval.approved_by.length ? ` (${approval.approved_by.join(", ")})` : "";
     card.append(shownEl("p", "card-partial", `Approvals: ${approval.approved_by.length} of ${approval.required}${names}`));
   }
-  const allowed = mayDecide(approval.approvers, principal);
-  if (!allowed) {
+  const allowed = mayDecide(approval.approvers, principal, approval.not_by);
+  if (!allowed && principal && principal.name === approval.not_by) {
+    card.append(shownEl("p", "not-approver", "You started this conversation: someone else must decide this call."));
+  } else if (!allowed) {
     const who = principal ? `you are ${principal.name}` : "log in with your own token to decide it";
     card.append(shownEl("p", "not-approver", `Only ${approval.approvers.join(", ")} may decide this call; ${who}.`));
   }
