@@ -11,15 +11,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
-from projection.audit import parse_since
 from projection.claims import DecisionRefused
 from projection.reader import BadCursor, Page
 from projection.store import ProjectionStore
 from settings import Settings
 from ui import queries
 from ui.bodies import (
-    AutoApproveBody,
-    BatchDecisionBody,
     DecisionBody,
     MessageBody,
     StartBody,
@@ -28,6 +25,7 @@ from ui.bodies import (
 )
 from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable, Unprocessable
 from ui.security import principal_of, require_same_origin, require_token
+from ui.team import identity
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.compaction import SUMMARY_NAME
 from workflows.models import ERROR_NOT_AN_APPROVER, ERROR_UNKNOWN_APPROVAL, DecisionInput
@@ -177,41 +175,6 @@ async def send_message(request: Request, conversation_id: str) -> dict[str, Any]
     return {"conversation_id": conversation_id, "status": "sent"}
 
 
-@router.post("/conversations/{conversation_id:path}/close", status_code=202)
-async def close_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    """Ends the conversation by signal; its waiting approvals resolve as canceled."""
-    _require_id(conversation_id, "conversation")
-    try:
-        await control.close_conversation(await _client(request), conversation_id)
-    except RPCError as err:
-        raise rpc_error_to_http(err, conversation_id) from None
-    return {"conversation_id": conversation_id, "status": "closing"}
-
-
-@router.post(
-    "/conversations/{conversation_id:path}/auto-approve", status_code=202, openapi_extra=json_body(AutoApproveBody)
-)
-async def set_auto_approve(request: Request, conversation_id: str) -> dict[str, Any]:
-    """Switches auto-approve by signal: every ask is allowed while on; deny rules still apply."""
-    _require_id(conversation_id, "conversation")
-    body = await read_json_body(request, AutoApproveBody)
-    try:
-        await control.set_auto_approve(await _client(request), conversation_id, body.enabled)
-    except RPCError as err:
-        raise rpc_error_to_http(err, conversation_id) from None
-    return {"conversation_id": conversation_id, "auto_approve": body.enabled}
-
-
-@router.get("/audit")
-async def audit_trail(request: Request, since: str | None = None) -> list[dict[str, Any]]:
-    """Every request and decision: who, through which door, on which arguments hash, and the outcome."""
-    try:
-        moment = parse_since(since) if since else None
-    except ValueError as err:
-        raise Unprocessable(f"since: {err}") from None
-    return await _store(request).audit(moment)
-
-
 @router.get("/approvals")
 async def list_approvals(
     request: Request,
@@ -227,38 +190,6 @@ async def list_approvals(
     except BadCursor as err:
         raise Unprocessable(str(err)) from None
     return _paged(request, response, page)
-
-
-@router.post("/approvals/decisions", openapi_extra=json_body(BatchDecisionBody))
-async def decide_batch(request: Request) -> dict[str, Any]:
-    """Several calls in one action: each gets its own claim and signal, and its own result; a refused
-    call (unknown, decided, stale) does not stop the others."""
-    body = await read_json_body(request, BatchDecisionBody)
-    identity = await _identity(request, body.name)
-    decisions = [
-        DecisionInput(
-            request_id=item.request_id,
-            decision=body.decision,
-            reason=body.reason or None,
-            args_hash=item.args_hash,
-            door="ui",
-            **identity,
-        )
-        for item in body.items
-    ]
-    results = await control.send_batch(await _client(request), _settings(request), decisions, _store(request))
-    return {
-        "decision": body.decision,
-        "results": [
-            {
-                "request_id": r.request_id,
-                "conversation_id": r.conversation_id,
-                "status": "sent" if r.error_type is None else "refused",
-                "error": None if r.error_type is None else {"type": r.error_type, "message": r.message},
-            }
-            for r in results
-        ],
-    }
 
 
 @router.get("/approvals/{request_id:path}")
@@ -284,7 +215,7 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
         reason=body.reason or None,
         args_hash=body.args_hash,
         door="ui",
-        **(await _identity(request, body.name)),
+        **(await identity(request, body.name)),
     )
     client = await _client(request)
     try:
@@ -301,15 +232,6 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     return JSONResponse(
         {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
     )
-
-
-async def _identity(request: Request, name: str | None) -> dict[str, Any]:
-    """Who decides: a person's own token names them (a typed name is ignored); otherwise the typed
-    name, or `web`, with no verified principal (enough only for calls no approver rule covers)."""
-    principal = await principal_of(request)
-    if principal is None:
-        return {"decided_by": name or "web"}
-    return {"decided_by": principal.name, "principal": principal.name, "groups": principal.groups}
 
 
 async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:

@@ -3,6 +3,7 @@ import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } fr
 import { reveal } from "./visible.js";
 import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
+import { renderControls, setupControls } from "./controls.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -141,43 +142,6 @@ function renderDetail(detail) {
     if (!detail.worker_online) items.push(el("li", "message message-offline", "The transcript needs a running worker."));
     $("transcript").replaceChildren(...items);
   }
-}
-
-// The two switches: hidden once the conversation is closed; auto-approve shows the workflow's own
-// setting, so it is only offered while a worker can say what that setting is.
-function renderControls(detail) {
-  $("conversation-controls").hidden = detail.turn_status === "closed";
-  const toggle = $("auto-approve-toggle");
-  toggle.checked = Boolean(detail.auto_approve);
-  toggle.disabled = !detail.worker_online;
-}
-
-async function switchAutoApprove() {
-  const toggle = $("auto-approve-toggle");
-  const path = `/api/conversations/${encodeURIComponent(view.selectedId)}/auto-approve`;
-  const result = await api(path, { json: { enabled: toggle.checked } });
-  if (!result.ok) {
-    toggle.checked = !toggle.checked;
-    return toast(errorMessage(result), true);
-  }
-  toast(toggle.checked ? "auto-approve is on" : "auto-approve is off");
-  refreshSoon(view.selectedId);
-}
-
-// Closing cancels every waiting approval: the first click arms the button, the second closes.
-async function closeConversation() {
-  const button = $("close-button");
-  if (!button.dataset.armed) {
-    button.dataset.armed = "yes";
-    button.textContent = "Click again to close (waiting approvals are canceled)";
-    return;
-  }
-  button.disabled = true;
-  const result = await api(`/api/conversations/${encodeURIComponent(view.selectedId)}/close`, { method: "POST" });
-  button.disabled = false;
-  if (!result.ok) return toast(errorMessage(result), true);
-  toast("conversation closed");
-  refreshSoon(view.selectedId);
 }
 
 async function loadDetail() {
@@ -331,9 +295,8 @@ function main() {
   name.addEventListener("change", () => localStorage.setItem("decider-name", name.value.trim()));
   $("start-form").addEventListener("submit", startConversation);
   $("message-form").addEventListener("submit", sendMessage);
-  $("auto-approve-toggle").addEventListener("change", switchAutoApprove);
+  setupControls({ api, toast, errorMessage, selected: () => view.selectedId, refresh: refreshSoon });
   setupBatch({ api, toast, errorMessage, deciderName, refresh: () => refreshSoon() });
-  $("close-button").addEventListener("click", closeConversation);
   $("audit").addEventListener("toggle", () => $("audit").open && loadAudit());
   $("conversation-more").addEventListener("click", () => showMore("conversations"));
   $("pending-more").addEventListener("click", () => showMore("pending"));
