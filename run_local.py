@@ -42,7 +42,7 @@ class LocalRun:
         self.options = options
         self.environ = environ
         self.env = child_env(options, environ)
-        self.supervisor = Supervisor(self.env, REPO_ROOT)
+        self.supervisor = Supervisor(REPO_ROOT)
         self.stop = asyncio.Event()
         self.failed: str | None = None
         self.started = time.monotonic()

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from activities.sandbox import SandboxPolicy
     from activities.tool_config import ToolsConfig
     from workflows.models import PolicyRules
 
+SANDBOX_CHOICES = ("auto", "bwrap", "unshare", "off")
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
 DEMO_MODEL_NAME = "scripted-demo"
 OPENAI_URL = "https://api.openai.com/v1"
@@ -147,6 +149,7 @@ class Settings:
     context_budget_tokens: int = field(default_factory=_context_budget)
     failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
     temporal_ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+    tool_sandbox: str | None = field(default_factory=lambda: os.environ.get("TOOL_SANDBOX") or None)
     payload_store: str | None = field(default_factory=lambda: os.environ.get("PAYLOAD_STORE") or None)
     payload_store_threshold: int = field(default_factory=lambda: _count_env("PAYLOAD_STORE_THRESHOLD", 64 * 1024))
     s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
@@ -172,6 +175,52 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {path} does not exist") from None
         except (tomllib.TOMLDecodeError, InvalidRule, ValueError) as err:
             raise ConfigError(f"POLICY_FILE {path} is not a valid policy: {err}") from None
+
+    def sandbox_policy(self) -> SandboxPolicy:
+        """How tools that start processes are confined: POLICY_FILE's [sandbox] table, then
+        TOOL_SANDBOX (auto, bwrap, unshare or off) over it. What they must never read is hidden."""
+        from activities.sandbox import SandboxPolicy
+
+        table = self._policy_table().get("sandbox", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: [sandbox] must be a table")
+        enabled, launcher = table.get("enabled", True), table.get("launcher", "auto")
+        names, hide = table.get("env", []), table.get("hide", [])
+        if self.tool_sandbox is not None:
+            enabled, launcher = self.tool_sandbox != "off", self.tool_sandbox
+        if not isinstance(enabled, bool) or launcher not in SANDBOX_CHOICES:
+            raise ConfigError(f"sandbox: enabled must be true or false, launcher one of {', '.join(SANDBOX_CHOICES)}")
+        if (
+            not isinstance(names, list)
+            or not isinstance(hide, list)
+            or not all(isinstance(n, str) for n in names + hide)
+        ):
+            raise ConfigError("sandbox: env and hide must be lists of strings")
+        files = [db for db in (self.approvals_db, self.ledger_db) if isinstance(db, Path)]  # not a database URL
+        hidden = [*files, *(db.parent for db in files), self.local_payload_dir, *map(Path, hide)]
+        if self.payload_store and "://" not in self.payload_store:
+            hidden.append(Path(self.payload_store))
+        if self.policy_file is not None:
+            hidden.append(Path(self.policy_file))
+        checkout = Path(__file__).resolve().parent
+        if (checkout / "pyproject.toml").exists():  # a source checkout, not an installed package
+            hidden.append(checkout)
+        return SandboxPolicy(
+            enabled=enabled,
+            env=tuple(names),
+            hidden=tuple(p.resolve() for p in hidden),
+            launcher="auto" if launcher == "off" else launcher,
+        )
+
+    def _policy_table(self) -> dict[str, object]:
+        if self.policy_file is None:
+            return {}
+        try:
+            return tomllib.loads(Path(self.policy_file).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"POLICY_FILE {self.policy_file} does not exist") from None
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"POLICY_FILE {self.policy_file} is not valid TOML: {err}") from None
 
     def load_tools(self) -> ToolsConfig:
         """The Python tool modules and MCP servers of the same file; none without one."""

@@ -19,6 +19,7 @@ from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.projection import ProjectionActivities
+from activities.sandbox import describe as describe_sandbox
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from connection import connect
@@ -62,7 +63,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     ledger = Ledger(settings.ledger_db)
     llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
     sources = ToolSources(settings.load_tools(), settings.workspace_dir)
-    tools = ToolActivities(settings.workspace_dir, ledger, projection, sources)
+    tools = ToolActivities(settings.workspace_dir, ledger, projection, sources, settings.sandbox_policy())
     writes = ProjectionActivities(projection)
     hosts = HostActivities(settings.host_task_queue)
     runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
@@ -95,6 +96,7 @@ async def main() -> None:
     settings = Settings()
     client = await connect(settings)
     worker = build_worker(client, settings)
+    logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
     # Beside the worker: shows a conversation whose workflow task keeps failing as failed, with why.
     watched = ProjectionStore(settings.approvals_db)
     watching = asyncio.create_task(FailureWatch(client, watched, settings.failure_watch_interval).run())

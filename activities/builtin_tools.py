@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.heartbeat import heartbeating
+from activities.sandbox import SandboxPolicy, sandboxed_launch
 from workflows.tool_specs import InvalidToolCall
 
 MAX_RESULT_CHARS = 16_000
@@ -26,8 +27,11 @@ def truncate(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    """The one directory the tools may touch; processes started in it run under `sandbox`."""
+
+    def __init__(self, root: Path, sandbox: SandboxPolicy | None = None) -> None:
         self.root = root
+        self.sandbox = sandbox or SandboxPolicy()
 
     def resolve(self, relative: str) -> Path:
         """Resolve symlinks too: a link inside the workspace must not lead out of it."""
@@ -81,10 +85,14 @@ async def write_file(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Hea
 
 
 async def run_shell(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Heartbeat) -> str:
+    """Runs in the sandbox; raises SandboxUnavailable (the command never runs) when none starts."""
     ws.root.mkdir(parents=True, exist_ok=True)
-    proc = await asyncio.create_subprocess_shell(
-        args["command"],
-        cwd=ws.root,
+    launch = await asyncio.to_thread(sandboxed_launch, ["/bin/sh", "-c", args["command"]], ws.root, ws.sandbox)
+    proc = await asyncio.create_subprocess_exec(
+        *launch.argv,
+        cwd=launch.cwd,
+        env=launch.env,
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,

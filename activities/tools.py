@@ -11,6 +11,7 @@ from temporalio import activity
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
 from activities.python_tools import run_python_tool
+from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_config import ToolsConfig
 from activities.tool_sources import ToolSources
 from projection.store import ProjectionStore
@@ -21,9 +22,15 @@ from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
 
 class ToolActivities:
     def __init__(
-        self, workspace_dir: Path, ledger: Ledger, projection: ProjectionStore, sources: ToolSources | None = None
+        self,
+        workspace_dir: Path,
+        ledger: Ledger,
+        projection: ProjectionStore,
+        sources: ToolSources | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
-        self._workspace = Workspace(workspace_dir)
+        self._workspace_dir = workspace_dir
+        self._sandbox = sandbox or SandboxPolicy()
         self._ledger = ledger
         self._projection = projection
         self.sources = sources or ToolSources(ToolsConfig(), workspace_dir)
@@ -85,8 +92,13 @@ class ToolActivities:
 
     async def _run_builtin(self, request: ToolRequest) -> ToolResult:
         kv = KvStore(request.kv)
+        # Network is decided per call by the workflow from the policy's network rules.
+        workspace = Workspace(self._workspace_dir, self._sandbox.with_network(request.network))
         try:
-            content = await BUILTIN_TOOLS[request.tool_name](self._workspace, kv, request.arguments, activity.heartbeat)
+            content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+        except SandboxUnavailable as err:
+            activity.logger.error("not running %s: %s", request.request_id, err)
+            return ToolResult(content=f"Error: not run: {err}", is_error=True)
         except (InvalidToolCall, ValueError, OSError) as err:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)

@@ -11,13 +11,33 @@ import contextlib
 import shutil
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from settings import OPENAI_DEFAULT_MODEL, OPENAI_URL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEARCH_ATTRIBUTES = ("TurnStatus=Keyword", "PendingApprovals=Int")
+
+# Each child gets only the variables it needs: these names, and names starting with these prefixes.
+# Everything else in the shell that runs `make run` stays there. RUN_PASS_ENV="A,B" adds names
+# for the worker and the UI (a setting of your own Python tools, say).
+SYSTEM_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "LC_")
+PYTHON_ENV = ("PYTHONUNBUFFERED", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
+# What starting a conversation reads (the worker's and the UI's): Temporal, the projection, the
+# policy, and the model's name and address, which set its context budget (never the model's key).
+START_ENV = ("TEMPORAL_", "TASK_QUEUE", "APPROVALS_DB", "LEDGER_DB", "APPROVAL_TIMEOUT", "POLICY_FILE")
+STORE_AND_MODEL_ENV = ("PAYLOAD_STORE", "AWS_", "CONTEXT_BUDGET_TOKENS", "OPENAI_BASE_URL", "LLM_")
+WORKER_ENV = ("WORKSPACE_DIR", "OPENAI_", "TOOL_SANDBOX", "WORKFLOW_CACHE_SIZE")
+CHILD_ENV: dict[str, tuple[str, ...]] = {
+    "temporal": SYSTEM_ENV,
+    "model": (*SYSTEM_ENV, *PYTHON_ENV),
+    # The worker: the model's key, the tools' workspace and sandbox; never the UI's token.
+    "worker": (*SYSTEM_ENV, *PYTHON_ENV, *PROXY_ENV, *START_ENV, *STORE_AND_MODEL_ENV, *WORKER_ENV),
+    # The UI: its token and address; never the model's key.
+    "ui": (*SYSTEM_ENV, *PYTHON_ENV, *PROXY_ENV, *START_ENV, *STORE_AND_MODEL_ENV, "UI_"),
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,7 @@ class Service:
     command: list[str]
     essential: bool = True
     restarts: bool = False
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def parse_options(argv: list[str] | None = None) -> LocalOptions:
@@ -103,7 +124,8 @@ def uses_demo_model(environ: dict[str, str]) -> bool:
 
 
 def child_env(options: LocalOptions, environ: dict[str, str]) -> dict[str, str]:
-    """The contract's variables for every child; the data paths follow --data-dir unless set."""
+    """The contract's variables, before each child takes its part (env_for); the data paths follow
+    --data-dir unless set."""
     env = dict(environ)
     data = options.data_dir
     env["TEMPORAL_ADDRESS"] = options.temporal_address  # the server started here, whatever was set
@@ -121,6 +143,19 @@ def child_env(options: LocalOptions, environ: dict[str, str]) -> dict[str, str]:
         env["OPENAI_BASE_URL"] = OPENAI_URL
         env.setdefault("LLM_MODEL", OPENAI_DEFAULT_MODEL)
     return env
+
+
+def env_for(name: str, env: dict[str, str]) -> dict[str, str]:
+    """The part of `env` that child `name` needs (see CHILD_ENV)."""
+    wanted = CHILD_ENV[name]
+    extra = (
+        {n.strip() for n in env.get("RUN_PASS_ENV", "").split(",") if n.strip()} if name in ("worker", "ui") else set()
+    )
+
+    def needed(key: str) -> bool:
+        return key in extra or any(key == w or (w.endswith("_") and key.startswith(w)) for w in wanted)
+
+    return {key: value for key, value in env.items() if needed(key)}
 
 
 def temporal_binary() -> str:
@@ -141,12 +176,13 @@ def services(options: LocalOptions, environ: dict[str, str], temporal: str = "te
     for attribute in SEARCH_ATTRIBUTES:
         server += ["--search-attribute", attribute]
     server += ["--log-level", "error"]
-    planned = [Service("temporal", server)]
+    env = child_env(options, environ)
+    planned = [Service("temporal", server, env=env_for("temporal", env))]
     if uses_demo_model(environ):
         demo = [sys.executable, "-m", "demo_model", "--host", options.host, "--port", str(options.model_port)]
-        planned.append(Service("model", demo))
-    planned.append(Service("worker", [sys.executable, "worker.py"], restarts=True))
-    planned.append(Service("ui", [sys.executable, "starter.py", "ui"], essential=False))
+        planned.append(Service("model", demo, env=env_for("model", env)))
+    planned.append(Service("worker", [sys.executable, "worker.py"], restarts=True, env=env_for("worker", env)))
+    planned.append(Service("ui", [sys.executable, "starter.py", "ui"], essential=False, env=env_for("ui", env)))
     return planned
 
 

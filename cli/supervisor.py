@@ -52,7 +52,6 @@ class Child:
 
 @dataclass
 class Supervisor:
-    env: dict[str, str]
     cwd: Path
     children: list[Child] = field(default_factory=list)
     exits: asyncio.Queue[Child] = field(default_factory=asyncio.Queue)
@@ -62,7 +61,7 @@ class Supervisor:
         proc = await asyncio.create_subprocess_exec(
             *service.command,
             cwd=self.cwd,
-            env=self.env,
+            env=service.env,  # only what this child needs (cli.run_plan.CHILD_ENV)
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

@@ -13,6 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 
 from control import get_state
 from workflows.models import ChatMessage, ConversationState
@@ -21,7 +22,10 @@ T = TypeVar("T")
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, interval: float = 0.1) -> T:
-    """Return check()'s first truthy result; on timeout raise with its last value or error."""
+    """Return check()'s first truthy result; on timeout raise with its last value or error.
+
+    A query that times out (a worker busy replaying, or being replaced) is "not yet", not a
+    failure: the check is asked again until the deadline."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -29,7 +33,7 @@ async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float
             last = await check()
             if last:
                 return last
-        except AssertionError as err:
+        except (AssertionError, RPCError) as err:
             last = err
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout}s; last: {last!r}")

@@ -155,6 +155,15 @@ class WorkerProcess:
         )
         return self
 
+    def wait_ready(self, timeout: float = 60.0) -> WorkerProcess:
+        """Until the worker logs that it polls its task queues (or fail with its log)."""
+        deadline = time.monotonic() + timeout
+        while "worker ready" not in self.log_file.read_text(errors="replace"):
+            if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
+                raise AssertionError(f"worker not ready: {self.log_file.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
+        return self
+
     def kill(self) -> None:
         _kill(self.proc, signal.SIGKILL)
 

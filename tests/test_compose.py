@@ -178,3 +178,11 @@ def test_worker_and_ui_store_payloads_in_the_minio_bucket_that_setup_creates() -
     assert "healthcheck" in SERVICES[host]
     for name in ("worker", "approvals-ui"):
         assert SERVICES[name]["depends_on"]["minio-setup"]["condition"] == "service_completed_successfully"
+
+
+def test_the_worker_can_start_the_tool_sandbox() -> None:
+    """bubblewrap in the image, and the user namespaces it needs allowed for the worker only."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"apt-get install[^\n]*\bbubblewrap\b", dockerfile), "the image has bubblewrap"
+    assert set(SERVICES["worker"].get("security_opt", [])) == {"seccomp=unconfined", "apparmor=unconfined"}
+    assert "security_opt" not in SERVICES["approvals-ui"], "the UI starts no sandbox and keeps Docker's profiles"

@@ -107,6 +107,8 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
     try:
         for port in ui_ports:
             wait_for_port(port)
+        for started in workers.values():  # all three poll before the first conversation picks a host
+            started.wait_ready()
         markers = [f"mark-{i:03d}" for i in range(CONVERSATIONS)]
         ids = {marker: await start_conversation(client, settings, marker) for marker in markers}
 

@@ -6,7 +6,7 @@ import pytest
 
 from settings import ConfigError, Settings
 from workflows.models import PolicyRules
-from workflows.policy import DEFAULT_RULES, InvalidRule, Rule, evaluate, shell_segments
+from workflows.policy import DEFAULT_RULES, InvalidRule, Rule, evaluate, network_allowed, shell_segments
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,61 @@ from workflows.policy import DEFAULT_RULES, InvalidRule, Rule, evaluate, shell_s
 )
 def test_default_rules(tool: str, argument: str, verdict: str) -> None:
     assert evaluate(DEFAULT_RULES, tool, argument) == verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sudo\tls",
+        "sudo  ls",
+        "rm  -rf /",
+        "rm -rf\t/",
+        "  rm -rf /tmp",
+        "time -p sudo ls",
+        "time sudo ls",
+        'A="x y" sudo ls',
+        "A='x' sudo ls",
+        'A="x; y" B=2 sudo ls',
+        "nice sudo ls",
+        "nice -n 5 sudo ls",
+        "nice -10 sudo ls",
+        "timeout 5 sudo ls",
+        "timeout -s KILL -k 2 5s sudo ls",
+        "timeout --signal=TERM 5 sudo ls",
+        "env sudo ls",
+        "env -i A=1 'B=x y' sudo ls",
+        "env -u HOME sudo ls",
+        "command sudo ls",
+        "command -p sudo ls",
+        "exec sudo ls",
+        "exec -a name sudo ls",
+        "nohup sudo ls",
+        "nohup nice -n 1 time -p env A=1 timeout 3 command sudo ls",
+        '"sudo" ls',
+        "s'u'do ls",
+        'rm -rf "/"',
+        "ls; A='x' time -p sudo ls",
+    ],
+)
+def test_whitespace_quotes_assignments_and_wrappers_do_not_hide_a_denied_command(command: str) -> None:
+    assert evaluate(DEFAULT_RULES, "run_shell", command, auto_approve=True) == "deny", shell_segments(command)
+
+
+def test_wrappers_are_stripped_for_allow_rules_too() -> None:
+    rules = PolicyRules(allow=["run_shell(ls *)"])
+    assert evaluate(rules, "run_shell", "time -p  ls\t-la") == "allow"
+    assert evaluate(rules, "run_shell", "nice ls -la; nohup rm x") == "ask"
+    assert shell_segments("A='x y'  nice -n 5 ls   -la") == ["ls -la"]
+
+
+def test_network_rules_must_cover_every_simple_command() -> None:
+    rules = PolicyRules(network=["run_shell(curl *)", "run_shell(pip install *)"])
+    assert network_allowed(rules, "run_shell", "curl -sS https://example.org")
+    assert network_allowed(rules, "run_shell", "timeout 5 curl x && pip install y")
+    assert not network_allowed(rules, "run_shell", "curl x; python3 send.py")
+    assert not network_allowed(rules, "run_shell", "wget x")
+    assert not network_allowed(DEFAULT_RULES, "run_shell", "curl x")
+    assert network_allowed(PolicyRules(network=["run_shell"]), "run_shell", "anything; at all")
 
 
 def test_always_allow_and_auto_approve_lift_asks_only() -> None:
@@ -55,6 +110,8 @@ def test_policy_file_is_read_and_checked(tmp_path, monkeypatch) -> None:  # type
     monkeypatch.setenv("POLICY_FILE", str(policy))
     rules = Settings().load_policy()
     assert rules.mode == "auto_approve" and rules.deny == ["run_shell(curl *)"]
+    policy.write_text('network = ["run_shell(curl *)"]\n')
+    assert Settings().load_policy().network == ["run_shell(curl *)"]
     policy.write_text('deny = ["bad rule("]\n')
     with pytest.raises(ConfigError, match="not a valid policy"):
         Settings().load_policy()

@@ -43,6 +43,30 @@ WRAPPERS = [
     "time {}",
     "X=1 {}",
 ]
+# What may lead a command without being it: wrappers with their options, and assignments.
+PREFIXES = [
+    "time",
+    "time -p",
+    "nice",
+    "nice -n 5",
+    "nice -10",
+    "timeout 5",
+    "timeout -s KILL -k 1 5s",
+    "timeout --preserve-status 2m",
+    "env",
+    "env A=1",
+    "env -i -u HOME",
+    "command",
+    "command -p",
+    "exec",
+    "exec -a name",
+    "nohup",
+    "A=1",
+    'A="x y"',
+    "A='x y'",
+    'A="a;b"',
+]
+BLANKS = st.text(alphabet=" \t", min_size=1, max_size=3)
 
 
 @st.composite
@@ -89,6 +113,23 @@ def hiding_commands(draw: st.DrawFn) -> str:
 def test_a_compound_shell_command_cannot_hide_a_denied_segment(command: str, auto: bool) -> None:
     verdict = evaluate(DEFAULT_RULES, "run_shell", command, always_allow=frozenset({"run_shell"}), auto_approve=auto)
     assert verdict == "deny", (command, shell_segments(command))
+
+
+@st.composite
+def wrapped_commands(draw: st.DrawFn) -> str:
+    """A denied command behind a chain of wrappers and assignments, words split by any blanks."""
+    words = " ".join([*draw(st.lists(st.sampled_from(PREFIXES), min_size=1, max_size=5)), draw(DENIED)])
+    return "".join(part if part != " " else draw(BLANKS) for part in re.split(r"( )", words))
+
+
+@settings(max_examples=300)
+@given(wrapped_commands(), st.sampled_from(WRAPPERS), st.booleans())
+def test_wrappers_assignments_and_blanks_cannot_hide_a_denied_command(command: str, outer: str, auto: bool) -> None:
+    for candidate in (command, outer.format(command)):
+        verdict = evaluate(
+            DEFAULT_RULES, "run_shell", candidate, always_allow=frozenset({"run_shell"}), auto_approve=auto
+        )
+        assert verdict == "deny", (candidate, shell_segments(candidate))
 
 
 @given(st.lists(BENIGN, min_size=1, max_size=4), st.sampled_from(JOINERS), WORD)

@@ -75,6 +75,29 @@ def test_moved_ports_and_data_dir_reach_every_child(tmp_path: Path) -> None:
     assert cli_hint(options, CLEAN).startswith(f"TEMPORAL_ADDRESS=localhost:1234 APPROVALS_DB={tmp_path}/approvals.db ")
 
 
+def test_each_child_gets_only_the_variables_it_needs() -> None:
+    secrets = {"UI_TOKEN": "ui-secret", "OPENAI_API_KEY": "sk-secret", "UNRELATED_TOKEN": "other-secret"}
+    environ = {**CLEAN, **secrets, "MY_TOOL_SETTING": "x", "RUN_PASS_ENV": "MY_TOOL_SETTING", "LC_ALL": "C.UTF-8"}
+    env = {service.name: service.env for service in services(LocalOptions(), environ)}
+
+    assert set(env) == {"temporal", "worker", "ui"}  # a real model is configured: no demo model
+    assert "OPENAI_API_KEY" in env["worker"] and "UI_TOKEN" not in env["worker"]
+    assert "UI_TOKEN" in env["ui"] and "OPENAI_API_KEY" not in env["ui"]
+    # Starting a conversation from the inbox sets its context budget from the model's name.
+    assert env["ui"]["OPENAI_BASE_URL"] == env["worker"]["OPENAI_BASE_URL"] == "https://api.openai.com/v1"
+    assert env["ui"]["LLM_MODEL"] == env["worker"]["LLM_MODEL"] == "gpt-4o-mini"
+    for name, values in env.items():
+        assert "UNRELATED_TOKEN" not in values, name
+        assert values["PATH"] == environ["PATH"] and values["LC_ALL"] == "C.UTF-8"
+    assert not set(secrets) & set(env["temporal"]) and "TEMPORAL_ADDRESS" not in env["temporal"]
+    for name in ("worker", "ui"):
+        assert env[name]["MY_TOOL_SETTING"] == "x"
+        assert env[name]["TEMPORAL_ADDRESS"] == "localhost:7233" and env[name]["APPROVALS_DB"] == "data/approvals.db"
+    assert env["worker"]["WORKSPACE_DIR"] == "data/workspace" and env["ui"]["UI_PORT"] == "8000"
+    demo = {s.name: s.env for s in services(LocalOptions(), {**CLEAN, "UI_TOKEN": "ui-secret"})}["model"]
+    assert "UI_TOKEN" not in demo and "TEMPORAL_ADDRESS" not in demo
+
+
 def all_gone(pids: list[int]) -> bool:
     return not any(Path(f"/proc/{pid}").exists() for pid in pids)
 
@@ -229,11 +252,11 @@ def test_ctrl_c_while_starting_leaves_no_child_running(tmp_path: Path, runs: lis
 
 
 async def test_stop_all_stops_a_child_with_unreadable_output_and_one_started_while_stopping(tmp_path: Path) -> None:
-    supervisor = Supervisor({**CLEAN}, tmp_path)
+    supervisor = Supervisor(tmp_path)
     flood = "import sys, time; sys.stdout.write('x' * 3_000_000 + '\\n'); sys.stdout.flush(); time.sleep(120)"
-    noisy = await supervisor.start(Service("model", [sys.executable, "-c", flood]))
-    temporal = await supervisor.start(Service("temporal", ["sleep", "120"]))
+    noisy = await supervisor.start(Service("model", [sys.executable, "-c", flood], env=CLEAN))
+    temporal = await supervisor.start(Service("temporal", ["sleep", "120"], env=CLEAN))
     await supervisor.stop_all()
-    late = await supervisor.start(Service("worker", ["sleep", "120"]))  # Ctrl-C came while it was starting
+    late = await supervisor.start(Service("worker", ["sleep", "120"], env=CLEAN))  # Ctrl-C came while it was starting
     assert all(child.proc.returncode is not None for child in (noisy, temporal, late))
     assert all_gone([noisy.proc.pid, temporal.proc.pid, late.proc.pid])

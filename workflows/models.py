@@ -140,6 +140,9 @@ class PolicyRules(BaseModel):
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    network: list[str] = Field(
+        default_factory=list, description="rules whose calls run with the host's network; others run without"
+    )
     approvers: list[ApproverRule] = Field(default_factory=list)
 
 
@@ -274,6 +277,7 @@ class ToolRequest(BaseModel):
     tool_name: str
     arguments: dict[str, Any]
     kv: dict[str, Any] = Field(default_factory=dict)
+    network: bool = Field(default=False, description="the sandbox shares the host's network (a network rule matched)")
     tool: ToolDef | None = Field(default=None, description="the definition offered this turn; None: a built-in")
 
 

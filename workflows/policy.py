@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from workflows.models import PolicyRules, RuleVerdict, ToolDef
+from workflows.shell_words import collapse_whitespace, simple_commands
 from workflows.tool_specs import TOOL_SPECS
 
 # A tool name or a glob over names (`mcp__git__*`), optionally with a glob over its rule argument.
 _RULE = re.compile(r"^\s*([A-Za-z_*?\[][A-Za-z0-9_.*?\[\]-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
-_SHELL_SEPARATORS = re.compile(r"\|\||&&|\$\(|[;|&\n()`]")
-# Words that may lead a command inside a compound one (`{ sudo x; }`, `if sudo x`, `X=1 sudo x`).
-_LEADING_WORDS = re.compile(
+# Shell matching before normalisation. A history recorded then replays with it (its verdicts are in
+# that history's commands); the workflow asks `workflow.patched(SHELL_NORMALISATION_PATCH)`.
+SHELL_NORMALISATION_PATCH = "shell-rule-normalisation"
+_LEGACY_SEPARATORS = re.compile(r"\|\||&&|\$\(|[;|&\n()`]")
+_LEGACY_LEADING = re.compile(
     r"^(?:(?:[{}!]|if|then|else|elif|fi|do|done|while|until|time|[A-Za-z_][A-Za-z0-9_]*=\S*)(?:\s+|$))+"
 )
 
@@ -55,14 +58,19 @@ class Rule:
 
 
 def shell_segments(command: str) -> list[str]:
-    """Split a command line into its simple commands so `ls; sudo x`, `(sudo x)` or `if sudo x; ...`
-    cannot hide `sudo x` from a deny. A guard against slips, not a sandbox: `bash -c` or `eval` hide."""
-    parts = [_LEADING_WORDS.sub("", part.strip()).strip() for part in _SHELL_SEPARATORS.split(command)]
+    """The simple commands of a command line, normalised (see workflows.shell_words), so neither
+    `ls; sudo x`, `time -p sudo x` nor `sudo<TAB>x` hides `sudo x` from a deny."""
+    return simple_commands(command) or [collapse_whitespace(command)]
+
+
+def _legacy_segments(command: str) -> list[str]:
+    parts = [_LEGACY_LEADING.sub("", part.strip()).strip() for part in _LEGACY_SEPARATORS.split(command)]
     return [part for part in parts if part] or [command.strip()]
 
 
 def validate_rules(rules: PolicyRules) -> PolicyRules:
-    for text in (*rules.allow, *rules.ask, *rules.deny, *(text for r in rules.approvers for text in r.match)):
+    approver_rules = (text for rule in rules.approvers for text in rule.match)
+    for text in (*rules.allow, *rules.ask, *rules.deny, *rules.network, *approver_rules):
         Rule.parse(text)
     return rules
 
@@ -88,6 +96,18 @@ def _splitter(tool: str | ToolDef) -> Callable[[str], list[str]] | None:
     return shell_segments if mode == "shell" else None
 
 
+def _candidates(tool: str | ToolDef, main_argument: str, normalise: bool = True) -> tuple[list[str], list[str]]:
+    """What deny rules are matched against (any may match), and what allow-like rules must cover
+    (all must match): for a shell command, every simple command of it."""
+    if _splitter(tool) is None:
+        return [main_argument], [main_argument]
+    if not normalise:
+        legacy = _legacy_segments(main_argument)
+        return [main_argument, *legacy], legacy
+    segments = shell_segments(main_argument)
+    return [main_argument, collapse_whitespace(main_argument), *segments], segments
+
+
 def evaluate(
     rules: PolicyRules,
     tool: str | ToolDef,
@@ -95,22 +115,28 @@ def evaluate(
     *,
     always_allow: frozenset[str] = frozenset(),
     auto_approve: bool = False,
+    normalise_shell: bool = True,
 ) -> RuleVerdict:
-    """Decide one validated call. Always-allow and auto-approve lift asks, never denies."""
-    split = _splitter(tool)
+    """Decide one validated call. Always-allow and auto-approve lift asks, never denies.
+    normalise_shell=False matches shell commands as releases before normalisation did."""
+    candidates, allow_candidates = _candidates(tool, main_argument, normalise_shell)
     if not isinstance(tool, str):
         tool = tool.name
-    candidates = [main_argument]
-    if split is not None:
-        candidates = [main_argument, *split(main_argument)]
     if _any_match(rules.deny, tool, candidates):
         return "deny"
     if tool in always_allow or auto_approve or rules.mode == "auto_approve":
         return "allow"
     # An allow must cover every part of a compound shell command; a matching ask keeps it asked.
-    allow_candidates = candidates[1:] if split is not None else candidates
     if _any_match(rules.ask, tool, candidates):
         return "ask"
     if _all_match(rules.allow, tool, allow_candidates):
         return "allow"
     return "ask"
+
+
+def network_allowed(rules: PolicyRules, tool: str | ToolDef, main_argument: str) -> bool:
+    """Whether the call's sandbox shares the host's network: a network rule must cover every
+    simple command of it (`curl x; sh y` gets no network from `run_shell(curl *)` alone)."""
+    _, covered = _candidates(tool, main_argument)
+    name = tool if isinstance(tool, str) else tool.name
+    return bool(rules.network) and _all_match(rules.network, name, covered)

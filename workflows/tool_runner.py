@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         request_id_for,
     )
-    from workflows.policy import evaluate
+    from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.status import StatusKeeper
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
     from workflows.tool_specs import BUILTIN_CATALOG
@@ -149,6 +149,7 @@ class ToolRunner:
             main_argument_text(spec, arguments),
             always_allow=frozenset({spec.name}) if remembered else frozenset(),
             auto_approve=self._ctx.auto_approve(),
+            normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
         changed = spec.name in book.always_allow and not remembered
         return _Plan(call, spec, arguments, verdict, changed=changed)
@@ -240,6 +241,7 @@ class ToolRunner:
             arguments=arguments,
             kv=ctx.get_kv(),
             tool=None if spec.source == "builtin" else spec,
+            network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
