@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from projection.claims import DecisionRefused
 from projection.store import ProjectionStore
@@ -17,8 +18,12 @@ from workflows.ids import check_conversation_id
 from workflows.models import (
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
+    SIGNAL_CLOSE,
+    SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
     WORKFLOW_TYPE,
+    AutoApproveInput,
+    CloseInput,
     ConversationInput,
     ConversationState,
     DecisionInput,
@@ -27,6 +32,8 @@ from workflows.models import (
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 QUERY_TIMEOUT = timedelta(seconds=5)
+ERROR_CONVERSATION_CLOSED = "ConversationClosed"
+ERROR_UNDELIVERED = "Undelivered"
 
 
 def new_conversation_id() -> str:
@@ -34,12 +41,18 @@ def new_conversation_id() -> str:
 
 
 async def start_conversation(
-    client: Client, settings: Settings, message: str, conversation_id: str | None = None
+    client: Client,
+    settings: Settings,
+    message: str,
+    conversation_id: str | None = None,
+    started_by: str | None = None,
 ) -> str:
-    """Start one; an id outside the alphabet of workflows/ids.py raises InvalidConversationId."""
+    """Start one; an id outside the alphabet of workflows/ids.py raises InvalidConversationId.
+    started_by: the principal the door verified (self-approval rules refuse them their own calls)."""
     conversation_id = check_conversation_id(conversation_id or new_conversation_id())
     start = ConversationInput(
         conversation_id=conversation_id,
+        started_by=started_by,
         policy=settings.load_policy(),
         approval_timeout_seconds=settings.approval_timeout,
         inbox=[message],
@@ -59,6 +72,16 @@ async def start_conversation(
 
 async def send_message(client: Client, conversation_id: str, text: str) -> None:
     await client.get_workflow_handle(conversation_id).signal(SIGNAL_SUBMIT_MESSAGE, MessageInput(text=text))
+
+
+async def close_conversation(client: Client, conversation_id: str) -> None:
+    """End it; its pending approvals resolve as canceled. A finished one raises RPCError NOT_FOUND."""
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_CLOSE, CloseInput())
+
+
+async def set_auto_approve(client: Client, conversation_id: str, enabled: bool) -> None:
+    """Auto-approve mode for one conversation: every ask is allowed, deny rules still apply."""
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SET_AUTO_APPROVE, AutoApproveInput(enabled=enabled))
 
 
 async def send_decision(
@@ -91,6 +114,36 @@ async def send_decision(
         await store.release_claim(decision.request_id)
         raise
     return claimed.conversation_id
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One call of a batch: sent (error_type None) or refused, with why."""
+
+    request_id: str
+    conversation_id: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+
+
+async def send_batch(
+    client: Client, settings: Settings, decisions: list[DecisionInput], store: ProjectionStore
+) -> list[BatchResult]:
+    """Each decision on its own, in order: one refused or undeliverable call does not stop the others,
+    and every call gets exactly one result."""
+    results = []
+    for decision in decisions:
+        try:
+            conversation_id = await send_decision(client, settings, decision, store)
+        except DecisionRefused as err:
+            results.append(BatchResult(decision.request_id, None, err.error_type, str(err)))
+        except RPCError as err:
+            # NOT_FOUND: the conversation has ended; anything else: Temporal could not take it now.
+            kind = ERROR_CONVERSATION_CLOSED if err.status == RPCStatusCode.NOT_FOUND else ERROR_UNDELIVERED
+            results.append(BatchResult(decision.request_id, None, kind, f"{decision.request_id}: {err.message}"))
+        else:
+            results.append(BatchResult(decision.request_id, conversation_id))
+    return results
 
 
 async def get_state(client: Client, conversation_id: str, timeout: timedelta = QUERY_TIMEOUT) -> ConversationState:

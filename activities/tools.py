@@ -75,7 +75,7 @@ class ToolActivities:
             attempt = activity.info().attempt
             claim = await self._ledger.claim(request.request_id, request.tool_name, attempt)
             if claim.verdict == "finished" and claim.result is not None:
-                await self._projection.mark_execution(request.request_id, "done")
+                await self._projection.mark_execution(request.request_id, _finished(claim.result))
                 return claim.result
             if claim.verdict == "unknown":
                 await self._projection.mark_execution(request.request_id, "unknown")
@@ -91,7 +91,7 @@ class ToolActivities:
         result = await run(request)
         if tool.at_most_once:
             await self._ledger.finish(request.request_id, result)
-            await self._projection.mark_execution(request.request_id, "done")
+            await self._projection.mark_execution(request.request_id, _finished(result))
         return result
 
     async def _run_builtin(self, request: ToolRequest) -> ToolResult:
@@ -106,6 +106,11 @@ class ToolActivities:
         except (InvalidToolCall, ValueError, OSError) as err:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)
+
+
+def _finished(result: ToolResult) -> str:
+    """The execution state of a run that ended: `failed` when the tool returned an error."""
+    return "failed" if result.is_error else "done"
 
 
 def _definition(request: ToolRequest) -> ToolDef:

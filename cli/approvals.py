@@ -9,10 +9,10 @@ which keeps it even while no worker runs.
 from __future__ import annotations
 
 import argparse
-import getpass
+import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_OK, paged, refused
+from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, paged, refused
 from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
 
@@ -38,11 +38,12 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(
         table(
-            ["REQUEST", "TOOL CALL (exactly as it will run)", "FROM", "REQUESTED", "STATUS"],
+            ["REQUEST", "TOOL CALL (exactly as it will run)", "ARGS HASH", "FROM", "REQUESTED", "STATUS"],
             [
                 [
                     shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
+                    row["args_hash"],
                     tool_origin_text(row["tool"]),
                     short_time(row["created_at"]),
                     row["status"],
@@ -53,7 +54,7 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
     )
     for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
         print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
-    note("Decide with: python starter.py approve REQUEST [--always] | deny REQUEST --reason TEXT")
+    note("Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT")
     return EXIT_OK
 
 
@@ -70,30 +71,77 @@ def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str |
 
 
 async def decide(args: argparse.Namespace, session: Session) -> int:
-    """The refusal check needs only the projection, so a refused decision never connects to Temporal."""
-    row = await session.store().approval(args.request_id)
-    why = _refusal(row, args.request_id, args.conversation)
-    if why is not None:
-        raise refused(why)
-    assert row is not None
-    decision: Decision = "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
+    """The refusal checks need only the projection, so a refused decision never connects to Temporal.
 
-    from control import send_decision
-    from projection.claims import DecisionRefused
+    Several request ids are one batch: every call it covers is listed first, each gets its own
+    decision, and one refused call does not stop the others (the exit status is then 3)."""
+    ids = list(dict.fromkeys(args.request_ids))
+    if args.args_hash is not None and len(ids) != 1:
+        raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
+    store = session.store()
+    rows = {request_id: await store.approval(request_id) for request_id in ids}
+    refusals = {rid: why for rid in ids if (why := _refusal(rows[rid], rid, args.conversation)) is not None}
+    if len(ids) == 1 and refusals:
+        raise refused(refusals[ids[0]])
+    if len(ids) > 1:
+        print(f"{_VERBS[_decision(args)]} {len(ids)} calls:")
+        for request_id in ids:
+            row = rows[request_id]
+            call = tool_call_text(row["tool_name"], row["arguments"]) if row is not None else "(unknown request)"
+            print(f"  {shown(request_id)}  {call}")
+    todo = [row for rid, row in rows.items() if rid not in refusals and row is not None]
+    failures = await _send_all(args, session, todo, refusals) if todo else {}
+    for request_id in ids:
+        why = refusals.get(request_id) or failures.get(request_id)
+        if why is not None:
+            print(f"error: {shown(why)}", file=sys.stderr)
+    # Refused (unknown, decided, stale, ended, not an approver) is 3; Temporal unreachable for some is 1.
+    return EXIT_REFUSED if refusals else (EXIT_FAILED if failures else EXIT_OK)
+
+
+_VERBS = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}
+
+
+def _decision(args: argparse.Namespace) -> Decision:
+    return "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
+
+
+async def _send_all(
+    args: argparse.Namespace, session: Session, rows: list[dict[str, Any]], refusals: dict[str, str]
+) -> dict[str, str]:
+    """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
+    from cli.users import who_decides
+    from control import ERROR_UNDELIVERED, send_batch
     from workflows.models import DecisionInput
 
+    decision = _decision(args)
+    decided_by, groups, how = await who_decides(args, session)
     client = await session.client()
-    decided_by = args.decided_by or getpass.getuser()
-    request = DecisionInput(request_id=args.request_id, decision=decision, reason=args.reason, decided_by=decided_by)
-    try:
-        await rpc(
-            send_decision(client, session.settings, request, session.store()),
-            f"sending the decision on {args.request_id}",
+    # Each bound to the arguments this command read and prints (or to the hash the person gave).
+    requests = [
+        DecisionInput(
+            request_id=row["request_id"],
+            decision=decision,
+            reason=args.reason,
+            decided_by=decided_by,
+            args_hash=args.args_hash or row["args_hash"],
+            door="cli",
+            principal=decided_by,
+            groups=groups,
         )
-    except DecisionRefused as err:
-        raise refused(str(err)) from None
-    verb = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}[decision]
-    print(f"{verb}: {tool_call_text(row['tool_name'], row['arguments'])}")
-    where = shown(f"request {args.request_id} in conversation {row['conversation_id']}, decided by {decided_by}")
-    print(f"  {where}")
-    return EXIT_OK
+        for row in rows
+    ]
+    results = await rpc(send_batch(client, session.settings, requests, session.store()), "sending the decisions")
+    failures: dict[str, str] = {}
+    for row, request, result in zip(rows, requests, results, strict=True):
+        if result.error_type is not None:
+            into = failures if result.error_type == ERROR_UNDELIVERED else refusals
+            into[row["request_id"]] = result.message or result.error_type
+            continue
+        print(f"{_VERBS[decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
+        where = (
+            f"request {row['request_id']} in conversation {row['conversation_id']},"
+            f" decided by {decided_by} ({how}; groups: {', '.join(groups) or 'none'})"
+        )
+        print(f"  {shown(where)} (arguments {request.args_hash})")
+    return failures

@@ -20,12 +20,15 @@ STATUS_MARKS = {"awaiting_approval": "●", "running": "○", "failed": "✗"}
 async def start(args: argparse.Namespace, session: Session) -> int:
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
+    from cli.users import who_decides
     from control import start_conversation
 
+    starter, _, _ = await who_decides(args, session)  # self-approval rules refuse them their own calls
     client = await session.client()
     try:
         conversation_id = await rpc(
-            start_conversation(client, session.settings, args.message, args.id), "starting the conversation"
+            start_conversation(client, session.settings, args.message, args.id, started_by=starter),
+            "starting the conversation",
         )
     except WorkflowAlreadyStartedError:
         raise refused(f"conversation {args.id} already exists") from None

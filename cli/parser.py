@@ -80,7 +80,9 @@ def build_parser() -> OneLineParser:
 
     for verb, help_text in (("approve", "allow a pending tool call"), ("deny", "deny a pending tool call")):
         decide = verbs.add_parser(verb, help=help_text)
-        decide.add_argument("request_id", metavar="REQUEST_ID", type=text)
+        decide.add_argument(
+            "request_ids", metavar="REQUEST_ID", type=text, nargs="+", help="one request, or several as one batch"
+        )
         if verb == "approve":
             decide.add_argument("--always", action="store_true", help="also allow this tool for the conversation")
         decide.add_argument("--reason", help="why; a denial's reason reaches the model")
@@ -88,6 +90,32 @@ def build_parser() -> OneLineParser:
             "--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)"
         )
         decide.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
+        decide.add_argument(
+            "--args-hash",
+            type=text,
+            help="refuse as stale unless the call's arguments still have this hash (shown by `pending`)",
+        )
+
+    audit = verbs.add_parser("audit", help="every approval request and decision: who, via which door, outcome")
+    audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
+    audit.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
+    people = verbs.add_parser("users", help="the people who approve: personal tokens and groups")
+    actions = people.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="add a person; prints their token once")
+    add.add_argument("name", type=text)
+    add.add_argument("--group", dest="groups", action="append", type=text, help="a group (repeat for several)")
+    remove = actions.add_parser("remove", help="remove a person; their token stops working")
+    remove.add_argument("name", type=text)
+    listing_users = actions.add_parser("list", help="every person and their groups")
+    listing_users.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
+    close = verbs.add_parser("close", help="end a conversation; its waiting approvals are canceled")
+    close.add_argument("conversation", type=text)
+
+    auto = verbs.add_parser("auto-approve", help="switch a conversation's auto-approve mode (deny rules still apply)")
+    auto.add_argument("conversation", type=text)
+    auto.add_argument("mode", choices=["on", "off"])
 
     watch = verbs.add_parser("watch", help="follow a conversation until it idles or waits")
     watch.add_argument("conversation", type=text)

@@ -8,12 +8,21 @@ projection tables stay the worker's alone.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from projection.backend import Tx
 from projection.writes import now_iso
-from workflows.models import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL, DecisionInput
+from workflows.approvers import approver_refusal, may_decide
+from workflows.models import (
+    ERROR_ALREADY_RESOLVED,
+    ERROR_NOT_AN_APPROVER,
+    ERROR_STALE_APPROVAL,
+    ERROR_UNKNOWN_APPROVAL,
+    DecisionInput,
+    arguments_hash,
+)
 
 STALE_CLAIM_SECONDS = 10.0
 
@@ -38,7 +47,7 @@ class ClaimedDecision:
 async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     """Check the request against the projection and claim it atomically, or refuse."""
     row = await tx.fetchone(
-        "SELECT conversation_id, decision, decided_by FROM ui_pending_approvals WHERE request_id = ?",
+        "SELECT conversation_id, decision, decided_by, details_json FROM ui_pending_approvals WHERE request_id = ?",
         (decision.request_id,),
     )
     if row is None:
@@ -49,6 +58,16 @@ async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
             f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
         )
     conversation_id = str(row["conversation_id"])
+    details = json.loads(row["details_json"])
+    stale = _stale_hash(decision, details.get("arguments", {}))
+    if stale is not None:
+        raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
+    approvers, not_by = details.get("approvers"), details.get("not_by")
+    if not may_decide(approvers, decision.principal, decision.groups, not_by):
+        why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups, not_by)
+        raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
+    if await _one_of_several(tx, decision, details.get("required", 1)):
+        return ClaimedDecision(conversation_id, decision)
     # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
     won = await tx.execute(
         "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
@@ -56,24 +75,65 @@ async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
         (decision.request_id, conversation_id, decision.decision, decision.reason, decision.decided_by, now_iso()),
     )
     if won:
+        # The whole decision (principal, groups, hash, door), for a re-delivery if its sender dies.
+        await tx.execute("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (decision.request_id,))
+        await tx.execute(
+            "INSERT INTO ui_claimed_decisions (request_id, decision_json) VALUES (?, ?)",
+            (decision.request_id, decision.model_dump_json()),
+        )
         return ClaimedDecision(conversation_id, decision)
     earlier = await tx.fetchone(
-        "SELECT decision, reason, decided_by, claimed_at FROM ui_decision_claims WHERE request_id = ?",
+        "SELECT c.decision, c.reason, c.decided_by, c.claimed_at, d.decision_json FROM ui_decision_claims c"
+        " LEFT JOIN ui_claimed_decisions d ON d.request_id = c.request_id WHERE c.request_id = ?",
         (decision.request_id,),
     )
     if earlier is None:  # released by its sender between our insert and this read: a lost race
         raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.request_id} is being decided; try again")
-    first = DecisionInput(
-        request_id=decision.request_id,
-        decision=earlier["decision"],
-        reason=earlier["reason"],
-        decided_by=earlier["decided_by"],
+    first = (
+        DecisionInput.model_validate_json(earlier["decision_json"])
+        if earlier["decision_json"]
+        else DecisionInput(
+            request_id=decision.request_id,
+            decision=earlier["decision"],
+            reason=earlier["reason"],
+            decided_by=earlier["decided_by"],
+        )
     )
     raise DecisionRefused(
         ERROR_ALREADY_RESOLVED,
         f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
         ClaimedDecision(conversation_id, first) if _stale(earlier["claimed_at"]) else None,
     )
+
+
+async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> bool:
+    """An approval of a request that needs several people: record this person's approval (once) and
+    say whether it still waits for others (then it is sent without claiming the request; the last
+    approval, or any deny, claims it as usual)."""
+    if decision.decision == "deny" or required <= 1:
+        return False
+    if await tx.fetchone("SELECT 1 AS taken FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)):
+        return False  # decided already: the claim refuses it
+    added = await tx.execute(
+        "INSERT INTO ui_partial_approvals (request_id, principal, approved_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (decision.request_id, decision.principal, now_iso()),
+    )
+    if not added:
+        raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.principal} already approved {decision.request_id}")
+    count = await tx.fetchone(
+        "SELECT COUNT(*) AS approvals FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,)
+    )
+    return count is not None and int(count["approvals"]) < required
+
+
+def _stale_hash(decision: DecisionInput, arguments: object) -> str | None:
+    """Why the decision is stale (it was made on other arguments than the request's), or None."""
+    if decision.args_hash is None:
+        return None
+    current = arguments_hash(arguments)
+    if decision.args_hash == current:
+        return None
+    return f"{decision.request_id} is stale: decided on arguments hash {decision.args_hash}, the call's is {current}"
 
 
 def _stale(claimed_at: str) -> bool:
@@ -85,3 +145,4 @@ def _stale(claimed_at: str) -> bool:
 async def release_claim(tx: Tx, request_id: str) -> None:
     """Undo a claim whose signal could not be delivered, so the person can try again."""
     await tx.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
+    await tx.execute("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (request_id,))

@@ -71,6 +71,25 @@ def _projection_v4(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v5(dialect: Dialect) -> list[str]:
+    """Approvals a team can trust: the door and hash of each decision, people with personal tokens,
+    who a login session belongs to, and the approvals of requests that need several people."""
+    return [
+        """CREATE TABLE IF NOT EXISTS ui_decision_facts (
+            request_id TEXT PRIMARY KEY, decided_via TEXT, decided_args_hash TEXT)""",
+        """CREATE TABLE IF NOT EXISTS ui_users (
+            name TEXT PRIMARY KEY, token_id TEXT NOT NULL UNIQUE, groups_json TEXT NOT NULL,
+            salt TEXT NOT NULL, token_hash TEXT NOT NULL, created_at TEXT NOT NULL)""",
+        "CREATE TABLE IF NOT EXISTS ui_session_people (session_hash TEXT PRIMARY KEY, name TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS ui_partial_approvals (
+            request_id TEXT NOT NULL, principal TEXT NOT NULL, approved_at TEXT NOT NULL,
+            PRIMARY KEY (request_id, principal))""",
+        # The whole decision a claim stands for (principal, groups, hash, door), so a re-delivery
+        # after its sender died carries what the workflow checks.
+        "CREATE TABLE IF NOT EXISTS ui_claimed_decisions (request_id TEXT PRIMARY KEY, decision_json TEXT NOT NULL)",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -80,7 +99,7 @@ def _ledger_v1(dialect: Dialect) -> list[str]:
 
 
 MIGRATIONS = {
-    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4],
+    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4, _projection_v5],
     "ledger": [_ledger_v1],
 }
 

@@ -12,7 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from projection.audit import outcome
 from projection.backend import Tx
+from workflows.models import arguments_hash
 
 ApprovalFilter = Literal["pending", "sent", "resolved", "all"]
 
@@ -107,9 +109,11 @@ async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
 _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_id, a.tool_name, a.permission_type,
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
     a.kv_snapshot_json, a.execution_state,
-    c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at"""
+    c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
+    f.decided_via, f.decided_args_hash"""
+# The claim a decider made, and the facts of the recorded decision (door, arguments hash).
 _APPROVALS = f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a LEFT JOIN ui_decision_claims c"
-_APPROVALS += " ON c.request_id = a.request_id"
+_APPROVALS += " ON c.request_id = a.request_id LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
 _STATUS_CLAUSES = {
     "pending": "a.resolved_at IS NULL",
     "sent": "a.resolved_at IS NULL AND c.decision IS NOT NULL",
@@ -121,6 +125,12 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
     item["arguments"] = details.get("arguments", {})
+    # What a decision on this row binds to: a decider sends it back, and other arguments are refused.
+    item["args_hash"] = arguments_hash(item["arguments"])
+    item["outcome"] = outcome(item["decision"], item["execution_state"])
+    item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
+    item["required"] = details.get("required", 1)  # distinct approvals it needs
+    item["not_by"] = details.get("not_by")  # the starter, where a rule forbids approving one's own calls
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
@@ -152,13 +162,30 @@ async def list_approvals(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit + 1)
-    rows = [_approval(row) for row in await tx.fetchall(sql, params)]
+    rows = await _with_approvals([_approval(row) for row in await tx.fetchall(sql, params)], tx)
     return _page(rows, limit, ("created_at", "request_id"))
 
 
 async def get_approval(tx: Tx, request_id: str) -> dict[str, Any] | None:
     row = await tx.fetchone(f"{_APPROVALS} WHERE a.request_id = ?", (request_id,))
-    return _approval(row) if row is not None else None
+    return (await _with_approvals([_approval(row)], tx))[0] if row is not None else None
+
+
+async def _with_approvals(items: list[dict[str, Any]], tx: Tx) -> list[dict[str, Any]]:
+    """`approved_by`: who approved a request that needs several people, as the doors sent it."""
+    several = [item["request_id"] for item in items if item["required"] > 1]
+    found: dict[str, list[str]] = {}
+    if several:
+        marks = ", ".join("?" * len(several))
+        for row in await tx.fetchall(
+            f"SELECT request_id, principal FROM ui_partial_approvals WHERE request_id IN ({marks})"
+            " ORDER BY approved_at, principal",
+            several,
+        ):
+            found.setdefault(row["request_id"], []).append(row["principal"])
+    for item in items:
+        item["approved_by"] = found.get(item["request_id"], [])
+    return items
 
 
 async def latest_event_id(tx: Tx) -> int:

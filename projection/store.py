@@ -11,10 +11,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from projection import claims, reader, sessions, writes
+from projection import audit, claims, reader, sessions, users, writes
 from projection.backend import Backend, Tx, open_backend
 from projection.claims import ClaimedDecision
 from projection.reader import ApprovalFilter, Page
+from projection.users import Principal
 from workflows.models import (
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
@@ -85,7 +86,33 @@ class ProjectionStore:
     async def close_session(self, session_hash: str) -> None:
         await self.backend.run(lambda tx: sessions.close_session(tx, session_hash))
 
+    # People who approve, and whom a login session belongs to.
+    async def add_user(self, name: str, groups: list[str]) -> str:
+        return await self.backend.run(lambda tx: users.add_user(tx, name, groups))
+
+    async def remove_user(self, name: str) -> bool:
+        return await self.backend.run(lambda tx: users.remove_user(tx, name))
+
+    async def list_users(self) -> list[dict[str, Any]]:
+        return await self.backend.run(users.list_users, write=False)
+
+    async def groups_of(self, name: str) -> list[str]:
+        return await self.backend.run(lambda tx: users.groups_of(tx, name), write=False)
+
+    async def verify_token(self, token: str) -> Principal | None:
+        return await self.backend.run(lambda tx: users.verify_token(tx, token), write=False)
+
+    async def bind_session(self, session_hash: str, name: str) -> None:
+        await self.backend.run(lambda tx: users.bind_session(tx, session_hash, name))
+
+    async def session_person(self, session_hash: str) -> Principal | None:
+        return await self.backend.run(lambda tx: users.session_person(tx, session_hash), write=False)
+
     # Reads.
+    async def audit(self, since: str | None = None) -> list[dict[str, Any]]:
+        """Every request and its decision's facts since an ISO time, oldest first."""
+        return await self.backend.run(lambda tx: audit.list_audit(tx, since), write=False)
+
     async def conversations(
         self, limit: int | None = None, after: str | None = None, status: str | None = None
     ) -> Page:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from projection.audit import write_decision_facts
 from projection.backend import Tx
 from workflows.models import (
     ApprovalRecord,
@@ -57,7 +58,14 @@ def _details(record: ApprovalRecord) -> str:
         "changed": record.tool_changed,
         "annotations": record.annotations,
     }
-    return json.dumps({"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}, sort_keys=True)
+    details: dict[str, object] = {"tool_name": record.tool_name, "arguments": record.arguments, "tool": tool}
+    if record.approvers is not None:
+        details["approvers"] = record.approvers
+    if record.required > 1:
+        details["required"] = record.required
+    if record.not_by is not None:
+        details["not_by"] = record.not_by
+    return json.dumps(details, sort_keys=True)
 
 
 async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection) -> bool:
@@ -96,6 +104,7 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
            WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
         (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
     )
+    await write_decision_facts(tx, rec)
 
 
 async def mark_execution(tx: Tx, request_id: str, state: str) -> None:

@@ -65,6 +65,18 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
     return env
 
 
+async def run_cli(
+    settings: Settings, client: Client, *args: str, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python starter.py ARGS` as a user runs it, against the test's dev server (off the event loop,
+    so an in-process worker keeps running)."""
+    env = process_env(settings, client.service_client.config.target_host, **(env_extra or {}))
+    command = [sys.executable, "starter.py", *args]
+    return await asyncio.to_thread(
+        subprocess.run, command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=90
+    )
+
+
 @dataclass
 class DevServer:
     """`temporal server start-dev` on a SQLite file, so a kill and restart keeps the history

@@ -168,3 +168,12 @@ def served_app(settings: Settings, temporal_address: str) -> ServedApp:
     """The UI connects its own client on its own event loop, to the test's Temporal server."""
     ui_settings = replace(settings, temporal_address=temporal_address)
     return ServedApp(create_app(ui_settings), ui_settings).start()
+
+
+async def add_person(settings: Settings, name: str, groups: list[str]) -> str:
+    """A person with their own token, as `starter.py users add` records them; returns the token."""
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        return await store.add_user(name, groups)
+    finally:
+        await store.close()

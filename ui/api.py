@@ -16,12 +16,19 @@ from projection.reader import BadCursor, Page
 from projection.store import ProjectionStore
 from settings import Settings
 from ui import queries
-from ui.bodies import DecisionBody, MessageBody, StartBody, json_body, read_json_body
-from ui.errors import Conflict, HttpError, NotFound, ServiceUnavailable, Unprocessable
-from ui.security import require_same_origin, require_token
+from ui.bodies import (
+    DecisionBody,
+    MessageBody,
+    StartBody,
+    json_body,
+    read_json_body,
+)
+from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.security import principal_of, require_same_origin, require_token
+from ui.team import identity
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.compaction import SUMMARY_NAME
-from workflows.models import ERROR_UNKNOWN_APPROVAL, DecisionInput
+from workflows.models import ERROR_NOT_AN_APPROVER, ERROR_UNKNOWN_APPROVAL, DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
 # Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes
@@ -62,9 +69,13 @@ def _require_id(value: str, what: str) -> None:
 
 
 @router.get("/session")
-def session(request: Request) -> dict[str, Any]:
+async def session(request: Request) -> dict[str, Any]:
     """What the page needs to know about itself: whether a token guards it (then it offers to log out)."""
-    return {"token_required": _settings(request).ui_token is not None}
+    principal = await principal_of(request)
+    return {
+        "token_required": _settings(request).ui_token is not None,
+        "principal": None if principal is None else {"name": principal.name, "groups": principal.groups},
+    }
 
 
 @router.get("/conversations")
@@ -85,7 +96,11 @@ async def start_conversation(request: Request) -> dict[str, Any]:
     settings = _settings(request)
     client = await _client(request)
     try:
-        conversation_id = await control.start_conversation(client, settings, body.message, body.conversation_id)
+        person = await principal_of(request)
+        starter = person.name if person is not None else None
+        conversation_id = await control.start_conversation(
+            client, settings, body.message, body.conversation_id, started_by=starter
+        )
     except WorkflowAlreadyStartedError:
         raise Conflict(f"conversation {body.conversation_id} already exists") from None
     except RPCError as err:
@@ -195,7 +210,12 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     if await store.approval(request_id) is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
     decision = DecisionInput(
-        request_id=request_id, decision=body.decision, reason=body.reason or None, decided_by=body.name or "web"
+        request_id=request_id,
+        decision=body.decision,
+        reason=body.reason or None,
+        args_hash=body.args_hash,
+        door="ui",
+        **(await identity(request, body.name)),
     )
     client = await _client(request)
     try:
@@ -217,4 +237,6 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
 async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:
     if err.error_type == ERROR_UNKNOWN_APPROVAL:
         return NotFound(str(err), error_type=err.error_type)
+    if err.error_type == ERROR_NOT_AN_APPROVER:
+        return Forbidden(str(err), error_type=err.error_type)
     return Conflict(str(err), error_type=err.error_type, extra={"approval": await store.approval(request_id)})

@@ -24,6 +24,23 @@ class DecisionBody(StrictBody):
     decision: Decision
     reason: str | None = Field(default=None, max_length=2000)
     name: str | None = Field(default=None, min_length=1, max_length=100, description="who decides; default web")
+    args_hash: str | None = Field(
+        default=None, max_length=64, description="the arguments hash the card showed; other arguments are refused (409)"
+    )
+
+
+class BatchItem(StrictBody):
+    request_id: str = Field(min_length=1, max_length=1000)
+    args_hash: str | None = Field(default=None, max_length=64, description="the arguments hash the card showed")
+
+
+class BatchDecisionBody(StrictBody):
+    """One decision for several calls: each still gets its own decision, and its own result."""
+
+    decision: Decision
+    items: list[BatchItem] = Field(min_length=1, max_length=100)
+    reason: str | None = Field(default=None, max_length=2000)
+    name: str | None = Field(default=None, min_length=1, max_length=100, description="who decides; default web")
 
 
 class StartBody(StrictBody):
@@ -34,6 +51,10 @@ class StartBody(StrictBody):
     @classmethod
     def _in_alphabet(cls, value: str | None) -> str | None:
         return value if value is None else check_conversation_id(value)
+
+
+class AutoApproveBody(StrictBody):
+    enabled: bool
 
 
 class MessageBody(StrictBody):

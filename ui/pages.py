@@ -79,13 +79,18 @@ async def login(request: Request) -> Response:
     except (UnicodeDecodeError, ValueError):
         raise BadRequest("send the login form as application/x-www-form-urlencoded") from None
     given = (fields.get("token") or [""])[0]
-    if not token_matches(given, token):
+    store = request.app.state.store
+    # The shared token, or a person's own token (then the session knows who they are).
+    person = None if token_matches(given, token) else await store.verify_token(given)
+    if person is None and not token_matches(given, token):
         return login_page("That token is not right.", status_code=401)
     # A new session id at every login (one fixed before login cannot be ridden); the one presented is dropped.
     session_id, presented = new_session_id(), request.cookies.get(SESSION_COOKIE)
     expires_at = datetime.now(UTC) + timedelta(seconds=SESSION_MAX_AGE)
     replaced = session_record(token, presented) if presented else None
-    await request.app.state.store.open_session(session_record(token, session_id), expires_at, replaced)
+    await store.open_session(session_record(token, session_id), expires_at, replaced)
+    if person is not None:
+        await store.bind_session(session_record(token, session_id), person.name)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,

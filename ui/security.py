@@ -23,6 +23,7 @@ import anyio.from_thread
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from projection.users import Principal
 from ui.errors import Forbidden, Unauthorized
 
 SESSION_COOKIE = "approvals_ui_session"
@@ -95,12 +96,36 @@ def token_matches(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
+def _bearer(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+async def principal_of(request: Request) -> Principal | None:
+    """The person whose own token (`starter.py users add`) the request carries, or who logged in
+    with it (an open session bound to them); None otherwise."""
+    store, token = request.app.state.store, request.app.state.settings.ui_token
+    bearer = _bearer(request)
+    if bearer:
+        return await store.verify_token(bearer)  # type: ignore[no-any-return]
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    if token is None or not cookie or len(cookie) > MAX_SESSION_ID:
+        return None
+    record = session_record(token, cookie)
+    if not await store.session_is_open(record):
+        return None
+    return await store.session_person(record)  # type: ignore[no-any-return]
+
+
 def is_authenticated(request: Request) -> bool:
     token: str | None = request.app.state.settings.ui_token
     if token is None:
         return True
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token_matches(credentials.strip(), token):
+    bearer = _bearer(request)
+    if bearer is not None and token_matches(bearer, token):
+        return True
+    # Called from sync code that FastAPI runs on a thread: the store's call goes back to the loop.
+    if bearer and anyio.from_thread.run(request.app.state.store.verify_token, bearer) is not None:
         return True
     cookie = request.cookies.get(SESSION_COOKIE, "")
     if not cookie or len(cookie) > MAX_SESSION_ID:

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from workflows.approvers import approver_refusal, may_decide
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_NOT_AN_APPROVER,
+    ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
     ApprovalRecord,
     DecisionInput,
     Resolution,
+    arguments_hash,
     request_id_for,
 )
 
@@ -44,6 +48,9 @@ class ApprovalBook:
     def open(self, record: ApprovalRecord) -> None:
         self._records[record.request_id] = record
 
+    def record(self, request_id: str) -> ApprovalRecord:
+        return self._records[request_id]
+
     def pending(self) -> list[ApprovalRecord]:
         return [record for record in self._records.values() if record.resolution is None]
 
@@ -54,13 +61,36 @@ class ApprovalBook:
         current = {rid: rec.resolution for rid, rec in self._records.items() if rec.resolution is not None}
         return {**self._carried, **current}
 
-    def refusal(self, request_id: str) -> tuple[str, str] | None:
-        """Why a decision for request_id must be refused, or None when it may be applied."""
+    def refusal(
+        self,
+        request_id: str,
+        args_hash: str | None = None,
+        principal: str | None = None,
+        groups: list[str] | None = None,
+        verdict: str | None = None,
+    ) -> tuple[str, str] | None:
+        """Why a decision for request_id must be refused, or None when it may be applied. A decision
+        that carries an arguments hash binds to those arguments: any other hash is stale."""
         record = self._records.get(request_id)
         earlier = record.resolution if record is not None else self._carried.get(request_id)
         if earlier is not None:
             return ERROR_ALREADY_RESOLVED, f"approval {request_id} was already resolved: {earlier}"
         if record is not None:
+            current = arguments_hash(record.arguments)
+            if args_hash is not None and args_hash != current:
+                return (
+                    ERROR_STALE_APPROVAL,
+                    f"approval {request_id} is stale: decided on arguments hash {args_hash}, the call's is {current}",
+                )
+            if not may_decide(record.approvers, principal, groups or [], record.not_by):
+                why = approver_refusal(request_id, record.approvers, principal, groups or [], record.not_by)
+                return ERROR_NOT_AN_APPROVER, why
+            if verdict != "deny" and principal in record.approved_by:
+                more = record.required - len(record.approved_by)
+                return (
+                    ERROR_ALREADY_RESOLVED,
+                    f"{principal} already approved {request_id}; it needs {more} more approver(s)",
+                )
             return None
         if not request_id.startswith(request_id_for(self._conversation_id, "")):
             return (
@@ -69,18 +99,34 @@ class ApprovalBook:
             )
         return ERROR_UNKNOWN_APPROVAL, f"no approval {request_id} in conversation {self._conversation_id}"
 
-    def apply(self, decision: DecisionInput, now: datetime) -> Resolution:
-        """Resolve a request (refusal() has passed); always_allow also frees waiting siblings."""
+    def apply(self, decision: DecisionInput, now: datetime) -> Resolution | None:
+        """Resolve a request (refusal() has passed); always_allow also frees waiting siblings. An
+        approval of a request that needs several distinct approvers counts one and returns None
+        until the last one; a deny ends it at once."""
         record = self._records[decision.request_id]
-        self._resolve(record, decision.decision, decision.reason, decision.decided_by, now)
+        decided_by = decision.decided_by
+        if decision.decision != "deny" and record.required > 1:
+            record.approved_by.append(decision.principal or decision.decided_by or "unknown")
+            if len(record.approved_by) < record.required:
+                return None
+            decided_by = ", ".join(record.approved_by)
+        self._resolve(record, decision.decision, decision.reason, decided_by, now)
+        record.decided_args_hash = decision.args_hash
+        record.decided_via = decision.door or "signal"
         if decision.decision == "always_allow":
             self.always_allow.add(record.tool_name)
             if record.tool_hash is not None:
                 self.always_allow_hashes[record.tool_name] = record.tool_hash
             for sibling in self.pending():
-                if sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash:
+                same_tool = sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash
+                # A sibling someone else must approve keeps waiting for them.
+                alone = sibling.required == 1 and may_decide(
+                    sibling.approvers, decision.principal, decision.groups, sibling.not_by
+                )
+                if same_tool and alone:
                     reason = f"always allowed with {record.request_id}"
                     self._resolve(sibling, "allow", reason, decision.decided_by, now)
+                    sibling.decided_via = decision.door or "signal"
         return decision.decision
 
     def expire(self, request_id: str, now: datetime, timeout_seconds: float) -> None:

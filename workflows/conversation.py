@@ -82,6 +82,7 @@ class ConversationWorkflow:
                 get_kv=lambda: self._kv,
                 set_kv=self.replace_kv,
                 tool_queue=self.tool_queue,
+                started_by=start.started_by,
             ),
             start.used_tool_call_ids,
         )
@@ -224,7 +225,9 @@ class ConversationWorkflow:
         decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
         if decision is None:
             return
-        refusal = self._book.refusal(decision.request_id)
+        refusal = self._book.refusal(
+            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
+        )
         if refusal is not None:
             # A bad signal must never fail the workflow task: log it and change nothing.
             workflow.logger.warning("decision ignored: %s", refusal[1])
@@ -237,14 +240,17 @@ class ConversationWorkflow:
         if decision is None:  # the validator refused it already; replay skips validators
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         resolution = self._book.apply(decision, workflow.now())
-        return DecisionResult(request_id=decision.request_id, resolution=resolution)
+        approved_by = list(self._book.record(decision.request_id).approved_by)
+        return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
 
     @decide.validator
     def _validate_decide(self, *args: Any) -> None:
         decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refusal(decision.request_id)
+        refusal = self._book.refusal(
+            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
+        )
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)
@@ -283,7 +289,7 @@ class ConversationWorkflow:
         )
 
 
-_DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?}"
+_DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?, args_hash?, door?}"
 _Input = TypeVar("_Input", bound=BaseModel)
 
 

@@ -24,6 +24,8 @@ QUERY_GET_STATE = "get_state"
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
 ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
+ERROR_STALE_APPROVAL = "StaleApproval"
+ERROR_NOT_AN_APPROVER = "NotAnApprover"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow"]
@@ -31,12 +33,20 @@ Resolution = Literal["allow", "deny", "always_allow", "expired", "canceled"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp"]
 RuleVerdict = Literal["allow", "ask", "deny"]
+# Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
+Door = Literal["ui", "cli", "signal"]
 
 
 def request_id_for(conversation_id: str, tool_call_id: str) -> str:
     """The approval key: one request of one conversation, never reused (unambiguous because a
     conversation id holds no `_`, see workflows/ids.py)."""
     return f"perm_{conversation_id}_{tool_call_id}"
+
+
+def arguments_hash(arguments: Any) -> str:
+    """What a decision binds to: the hash of the canonical JSON of the arguments a person was shown."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 class ToolDef(BaseModel):
@@ -116,6 +126,15 @@ class ContextAnchor(BaseModel):
     tokens: int
 
 
+class ApproverRule(BaseModel):
+    """Who may decide the calls a rule matches: names and `group:NAME` entries."""
+
+    match: list[str] = Field(description="rules in the allow/ask/deny syntax: tool or tool(glob)")
+    approvers: list[str]
+    required: int = Field(default=1, ge=1, le=10, description="distinct approvers an allow needs")
+    self_approval: bool = Field(default=True, description="false: whoever started the conversation may not decide")
+
+
 class PolicyRules(BaseModel):
     mode: Literal["default", "auto_approve"] = "default"
     allow: list[str] = Field(default_factory=list)
@@ -124,6 +143,7 @@ class PolicyRules(BaseModel):
     network: list[str] = Field(
         default_factory=list, description="rules whose calls run with the host's network; others run without"
     )
+    approvers: list[ApproverRule] = Field(default_factory=list)
 
 
 class ApprovalRecord(BaseModel):
@@ -147,12 +167,19 @@ class ApprovalRecord(BaseModel):
     reason: str | None = None
     decided_by: str | None = None
     resolved_at: datetime | None = None
+    decided_args_hash: str | None = Field(default=None, description="the arguments hash the decision carried")
+    decided_via: Door | None = Field(default=None, description="the door the decision came through")
+    approvers: list[str] | None = Field(default=None, description="who may decide it; None: anyone")
+    required: int = Field(default=1, description="distinct approvals it needs before it runs")
+    approved_by: list[str] = Field(default_factory=list, description="who approved so far (while partial)")
+    not_by: str | None = Field(default=None, description="who may not decide it: the starter, when a rule says so")
 
 
 class ConversationInput(BaseModel):
     """Workflow input; also the state carried across continue-as-new."""
 
     conversation_id: str
+    started_by: str | None = Field(default=None, description="the principal who started it, as its door knew")
     policy: PolicyRules = Field(default_factory=PolicyRules)
     approval_timeout_seconds: float = 604800.0
     inbox: list[str] = Field(default_factory=list)
@@ -191,6 +218,12 @@ class DecisionInput(_StrictInput):
     decision: Decision
     reason: str | None = None
     decided_by: str | None = None
+    args_hash: str | None = Field(
+        default=None, description="arguments_hash() of what the decider saw; a mismatch is refused as stale"
+    )
+    door: Door | None = Field(default=None, description="ui or cli; None: a raw signal or update")
+    principal: str | None = Field(default=None, description="the person the door verified")
+    groups: list[str] = Field(default_factory=list, description="the principal's groups, as the door knows them")
 
 
 class AutoApproveInput(_StrictInput):
@@ -203,7 +236,8 @@ class CloseInput(BaseModel):
 
 class DecisionResult(BaseModel):
     request_id: str
-    resolution: Resolution
+    resolution: Resolution | None = Field(description="None: a partial approval, more approvers are needed")
+    approved_by: list[str] = Field(default_factory=list)
 
 
 class ConversationState(BaseModel):

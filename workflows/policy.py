@@ -69,7 +69,8 @@ def _legacy_segments(command: str) -> list[str]:
 
 
 def validate_rules(rules: PolicyRules) -> PolicyRules:
-    for text in (*rules.allow, *rules.ask, *rules.deny, *rules.network):
+    approver_rules = (text for rule in rules.approvers for text in rule.match)
+    for text in (*rules.allow, *rules.ask, *rules.deny, *rules.network, *approver_rules):
         Rule.parse(text)
     return rules
 

@@ -20,6 +20,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook, outcome_message
+    from workflows.approvers import approvers_for, not_by_for, required_for
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
@@ -60,6 +61,7 @@ class ToolContext:
     set_kv: Callable[[dict[str, Any]], None]
     # Where this conversation's tools run (a host's task queue, chosen once; None: the shared queue).
     tool_queue: Callable[[], Awaitable[str | None]]
+    started_by: str | None = None  # who started the conversation, for self-approval rules
 
 
 @dataclass
@@ -190,6 +192,9 @@ class ToolRunner:
             tool_hash=tool.definition_hash(),
             tool_changed=plan.changed,
             annotations=tool.annotations,
+            approvers=approvers_for(ctx.policy, tool, plan.arguments),
+            required=required_for(ctx.policy, tool, plan.arguments),
+            not_by=not_by_for(ctx.policy, tool, plan.arguments, ctx.started_by),
         )
         ctx.book.open(record)
         return record

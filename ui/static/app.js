@@ -1,6 +1,9 @@
 // The inbox: loads state from the API, follows /api/events, and sends decisions and messages.
 import { approvalCard, conversationItem, el, transcriptItems, STATUS_LABELS } from "./render.js";
 import { reveal } from "./visible.js";
+import { auditTable } from "./audit.js";
+import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
+import { renderControls, setupControls } from "./controls.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -12,6 +15,7 @@ const view = {
   detailLoading: false,
   detailAgain: false,
   refreshTimer: null,
+  principal: null,
   // How many rows each list shows; "Show more" raises it by a page. Lists are keyset pages.
   wanted: { conversations: PAGE, pending: PAGE },
 };
@@ -64,10 +68,11 @@ function toast(text, isError = false) {
 
 // Replace a container's cards only when the set of cards changed, so a reason being typed survives.
 function syncCards(container, approvals, options) {
-  const key = approvals.map((a) => `${a.request_id}:${a.status}`).join("|");
+  const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  container.replaceChildren(...approvals.map((a) => approvalCard(a, { ...options, onDecide: decide })));
+  const shared = { ...options, onDecide: decide, principal: view.principal };
+  container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
 }
 
 function deciderName() {
@@ -77,7 +82,8 @@ function deciderName() {
 
 async function decide(approval, decision, reason, buttons) {
   buttons.forEach((b) => (b.disabled = true));
-  const body = { decision };
+  // Bound to the arguments this card shows: if they are no longer the call's, the server refuses it.
+  const body = { decision, args_hash: approval.args_hash };
   if (reason && reason.trim()) body.reason = reason.trim();
   const name = deciderName();
   if (name) body.name = name;
@@ -99,7 +105,8 @@ function renderConversations(conversations, more) {
 }
 
 function renderInbox(pending, more) {
-  syncCards($("inbox-cards"), pending, { showConversation: true });
+  syncCards($("inbox-cards"), pending, { showConversation: true, selection: selectionBox });
+  keepWaiting(pending);
   $("inbox-empty").hidden = pending.length > 0;
   $("pending-more").hidden = !more;
   const total = $("pending-total");
@@ -121,6 +128,7 @@ function renderDetail(detail) {
   const error = $("conversation-error");
   error.hidden = !detail.last_error;
   error.textContent = detail.last_error ? reveal(`The last turn failed: ${detail.last_error}`, true).text : "";
+  renderControls(detail);
   const open = detail.approvals.filter((a) => a.status !== "resolved");
   const decided = detail.approvals.filter((a) => a.status === "resolved");
   syncCards($("conversation-approvals"), open, { showConversation: false });
@@ -165,11 +173,21 @@ async function refreshLists() {
   ]);
   if (conversations) renderConversations(conversations.rows, conversations.more);
   if (pending) renderInbox(pending.rows, pending.more);
+  if ($("audit").open) loadAudit();
 }
 
 function showMore(list) {
   view.wanted[list] += PAGE;
   refreshLists();
+}
+
+// Decided requests, newest first; read only while the audit section is open.
+async function loadAudit() {
+  const result = await api("/api/audit");
+  if (!result.ok) return toast(errorMessage(result), true);
+  const decided = result.body.filter((row) => row.decision).reverse();
+  $("audit-rows").replaceChildren(auditTable(decided));
+  $("audit-empty").hidden = decided.length > 0;
 }
 
 function refreshSoon(conversationId) {
@@ -201,6 +219,8 @@ function route() {
   $("inbox-view").hidden = Boolean(view.selectedId);
   $("conversation-view").hidden = !view.selectedId;
   for (const id of ["conversation-approvals", "decided-cards"]) delete $(id).dataset.key;
+  $("close-button").dataset.armed = "";
+  $("close-button").textContent = "Close conversation";
   if (view.selectedId) {
     $("transcript").replaceChildren();
     loadDetail();
@@ -258,19 +278,34 @@ async function sendMessage(submit) {
   refreshSoon(view.selectedId);
 }
 
+// A person logged in with their own token decides as themselves: no "Deciding as" field.
+function showSession(session) {
+  $("logout-form").hidden = !session.token_required;
+  view.principal = session.principal;
+  if (!session.principal) return;
+  $("decider-label").hidden = true;
+  const groups = session.principal.groups.join(", ") || "no groups";
+  $("signed-in").textContent = reveal(`Signed in as ${session.principal.name} (${groups})`).text;
+  $("signed-in").hidden = false;
+}
+
 function main() {
   const name = $("decider-name");
   name.value = localStorage.getItem("decider-name") || "";
   name.addEventListener("change", () => localStorage.setItem("decider-name", name.value.trim()));
   $("start-form").addEventListener("submit", startConversation);
   $("message-form").addEventListener("submit", sendMessage);
+  setupControls({ api, toast, errorMessage, selected: () => view.selectedId, refresh: refreshSoon });
+  setupBatch({ api, toast, errorMessage, deciderName, refresh: () => refreshSoon() });
+  $("audit").addEventListener("toggle", () => $("audit").open && loadAudit());
   $("conversation-more").addEventListener("click", () => showMore("conversations"));
   $("pending-more").addEventListener("click", () => showMore("pending"));
   window.addEventListener("hashchange", route);
-  route();
-  follow();
+  // Who you are comes first: the cards offer their buttons only to those who may decide.
   api("/api/session").then((result) => {
-    if (result.ok) $("logout-form").hidden = !result.body.token_required;
+    if (result.ok) showSession(result.body);
+    route();
+    follow();
   });
 }
 

@@ -136,7 +136,10 @@ function outcomeText(approval) {
   if (approval.status === "resolved") {
     const word = DECISION_WORDS[approval.decision] || String(approval.decision);
     const reason = approval.reason ? ` Reason: ${approval.reason}` : "";
-    return `${word} by ${approval.decided_by || "unknown"}, ${when(approval.resolved_at)}.${reason}`;
+    const via = approval.decided_via ? ` via ${approval.decided_via}` : "";
+    const bound = approval.decided_args_hash ? ` on arguments ${approval.decided_args_hash}` : "";
+    const ran = approval.outcome ? ` Outcome: ${approval.outcome}.` : "";
+    return `${word} by ${approval.decided_by || "unknown"}${via}${bound}, ${when(approval.resolved_at)}.${ran}${reason}`;
   }
   const word = DECISION_WORDS[approval.claimed_decision] || String(approval.claimed_decision);
   const by = approval.claimed_by || "unknown";
@@ -158,7 +161,15 @@ function toolOrigin(tool) {
 }
 
 // onDecide(approval, decision, reason, buttons) is called by the buttons of a pending card.
-export function approvalCard(approval, { showConversation, onDecide }) {
+// Mirrors workflows/approvers.py may_decide: the server and the workflow check it again.
+function mayDecide(approvers, principal, notBy) {
+  if (notBy && principal && principal.name === notBy) return false;
+  if (!approvers) return true;
+  if (!principal) return false;
+  return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
+}
+
+export function approvalCard(approval, { showConversation, onDecide, selection, principal }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -178,6 +189,10 @@ export function approvalCard(approval, { showConversation, onDecide }) {
   const label = el("p", "card-label", "Will run with these arguments:");
   card.append(label, argumentsBlock(approval.arguments));
   flagIfHidden(card, label);
+  // The decision carries this hash: arguments that changed since the card was drawn are refused.
+  const hash = el("p", "card-hash", "Arguments hash ");
+  hash.append(el("code", "args-hash", approval.args_hash));
+  card.append(hash);
   const times = el("p", "card-times");
   times.append("Asked ", timeNode(approval.created_at));
   if (approval.expires_at) times.append(el("br"), "Expires ", timeNode(approval.expires_at));
@@ -187,6 +202,19 @@ export function approvalCard(approval, { showConversation, onDecide }) {
     card.append(shownEl("p", outcome, outcomeText(approval), true));
     return card;
   }
+  if (approval.approvers) card.append(shownEl("p", "card-approvers", `Who may decide: ${approval.approvers.join(", ")}`));
+  if (approval.required > 1) {
+    const names = approval.approved_by.length ? ` (${approval.approved_by.join(", ")})` : "";
+    card.append(shownEl("p", "card-partial", `Approvals: ${approval.approved_by.length} of ${approval.required}${names}`));
+  }
+  const allowed = mayDecide(approval.approvers, principal, approval.not_by);
+  if (!allowed && principal && principal.name === approval.not_by) {
+    card.append(shownEl("p", "not-approver", "You started this conversation: someone else must decide this call."));
+  } else if (!allowed) {
+    const who = principal ? `you are ${principal.name}` : "log in with your own token to decide it";
+    card.append(shownEl("p", "not-approver", `Only ${approval.approvers.join(", ")} may decide this call; ${who}.`));
+  }
+  if (selection && allowed) card.append(selection(approval));
   const reasonId = "reason-" + approval.request_id;
   const reasonLabel = el("label", "reason-label", "Reason (optional, the model reads it)");
   reasonLabel.htmlFor = reasonId;
@@ -202,6 +230,7 @@ export function approvalCard(approval, { showConversation, onDecide }) {
     const button = el("button", cls, text);
     button.type = "button";
     button.dataset.decision = decision;
+    button.disabled = !allowed;
     return button;
   });
   for (const button of buttons) {

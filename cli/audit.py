@@ -1,0 +1,45 @@
+"""`audit`: every approval request and its decision, from the projection (no worker needed)."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError
+from cli.output import print_json, short_time, shown, table, tool_call_text
+from cli.temporal import Session
+
+
+async def audit(args: argparse.Namespace, session: Session) -> int:
+    from projection.audit import parse_since
+
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as err:
+        raise CliError(f"--since: {err}", EXIT_USAGE) from None
+    rows = await session.store().audit(since)
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if not rows:
+        print("No approval request" + (f" since {since}." if since else " yet."))
+        return EXIT_OK
+    print(
+        table(
+            ["REQUESTED", "REQUEST", "TOOL CALL", "ARGS HASH", "DECISION", "BY", "VIA", "DECIDED", "OUTCOME"],
+            [
+                [
+                    short_time(row["created_at"]),
+                    shown(row["request_id"]),
+                    tool_call_text(row["tool_name"], row["arguments"]),
+                    row["decided_args_hash"] or row["args_hash"],
+                    row["decision"] or "waiting",
+                    shown(row["decided_by"] or "-"),
+                    row["decided_via"] or "-",
+                    short_time(row["resolved_at"]),
+                    row["outcome"],
+                ]
+                for row in rows
+            ],
+        )
+    )
+    return EXIT_OK
