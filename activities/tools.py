@@ -64,6 +64,8 @@ class ToolActivities:
             await connection.client()
         except SandboxUnavailable as err:
             activity.logger.error("not running %s: %s", request.request_id, err)
+            if tool.at_most_once:  # shown as a built-in that could not start is
+                await self._projection.mark_execution(request.request_id, "failed")
             return ToolResult(content=f"Error: not run: {err}", is_error=True)
         return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
 

@@ -217,4 +217,4 @@ async def test_an_approved_command_fails_closed_when_no_sandbox_starts(
     assert result.startswith("Error: not run: the sandbox could not start (bwrap: creating new namespace failed")
     assert "results: Error: not run" in (state.messages[-1].content or ""), "the model is told"
     assert not (settings.workspace_dir / "ran.txt").exists()
-    assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "done"
+    assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "failed"
