@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Coroutine, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,7 +63,7 @@ def connect_writer(path: Path, component: Component = "projection") -> sqlite3.C
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA busy_timeout=30000")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("BEGIN IMMEDIATE")
@@ -74,6 +75,20 @@ def connect_writer(path: Path, component: Component = "projection") -> sqlite3.C
         raise
     conn.execute("COMMIT")
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """Switching a file to WAL takes a lock that SQLite's busy handler does not wait for, so
+    writers opening a new file at once (workers starting together) wait for it here instead."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def connect_reader(path: Path) -> sqlite3.Connection:
