@@ -1,4 +1,4 @@
-"""The argument parser: the verbs of CONTRACT.md, and usage errors in one line (exit 2)."""
+"""The argument parser: the verbs the README lists, and usage errors in one line (exit 2)."""
 
 from __future__ import annotations
 

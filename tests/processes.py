@@ -42,7 +42,7 @@ def wait_for_port(port: int, timeout: float = 60.0) -> None:
 
 
 def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict[str, str]:
-    """The environment variables of CONTRACT.md, as a worker or CLI subprocess reads them."""
+    """The environment variables the README lists, as a worker or CLI subprocess reads them."""
     env = dict(os.environ)
     env.update(
         TEMPORAL_ADDRESS=temporal_address,

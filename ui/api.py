@@ -1,4 +1,4 @@
-"""The HTTP API of CONTRACT.md: listings from the projection, actions through Temporal."""
+"""The HTTP API the README lists: listings from the projection, actions through Temporal."""
 
 from __future__ import annotations
 
