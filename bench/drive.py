@@ -90,6 +90,16 @@ async def approve(client: Client, settings: Settings, request_id: str) -> None:
     await send_decision(client, settings, DecisionInput(request_id=request_id, decision="allow", decided_by="bench"))
 
 
+async def approval_latencies(client: Client, ids: list[str], sent: dict[str, float], activity: str) -> list[float]:
+    """Seconds from each workflow's decision being sent to its one `activity` result recorded."""
+    out = []
+    for wid in ids:
+        history = await client.get_workflow_handle(wid).fetch_history()
+        [done] = activity_completed_at(history, activity)
+        out.append(done - sent[wid])
+    return out
+
+
 def activity_completed_at(history: WorkflowHistory, activity_type: str) -> list[float]:
     """When (epoch seconds, server clock = this machine's) each such activity's result was recorded."""
     scheduled: dict[int, str] = {}

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from bench import script
-from bench.drive import activity_completed_at, approve, new_ids, pending_requests, scalar, start_all, wait_pending
+from bench.drive import approval_latencies, approve, new_ids, pending_requests, scalar, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
@@ -60,8 +60,8 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         await handle.result()
         if (i + 1) % 50 == 0:
             say(f"{label}: {i + 1}/{count} approvals each")
-    measured = [await _latencies(bench, group_ids, sent, EXECUTE_TOOL) for group_ids in ids]
-    floor = await _latencies(bench, floor_ids, sent, FLOOR_ACTIVITY)
+    measured = [await approval_latencies(bench.client, group_ids, sent, EXECUTE_TOOL) for group_ids in ids]
+    floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
     ran: dict[str, int] = ran_counts(floor_settings)
     for settings in groups:
@@ -100,12 +100,3 @@ def block_ratios(ours: list[float], floor: list[float], blocks: int = BLOCKS) ->
         for i in range(0, size * blocks, size)
         if ours[i : i + size]
     ]
-
-
-async def _latencies(bench: Bench, ids: list[str], sent: dict[str, float], activity: str) -> list[float]:
-    out = []
-    for wid in ids:
-        history = await bench.client.get_workflow_handle(wid).fetch_history()
-        [done] = activity_completed_at(history, activity)
-        out.append(done - sent[wid])
-    return out

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from bench import script
-from bench.drive import activity_completed_at, approve, bounded, new_ids, pending_requests, scalar, wait_pending
+from bench.drive import approval_latencies, approve, bounded, new_ids, pending_requests, scalar, wait_pending
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import summary_ms
 from control import start_conversation
@@ -54,8 +54,8 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
             await approve(bench.client, settings, requests[cid])
             while scalar(settings.approvals_db, idle_sql, cid) != "idle":
                 await asyncio.sleep(0.002)
-    builtin = await _latencies(bench, builtin_ids, sent, EXECUTE_TOOL)
-    mcp = await _latencies(bench, mcp_ids, sent, CALL_MCP_TOOL)
+    builtin = await approval_latencies(bench.client, builtin_ids, sent, EXECUTE_TOOL)
+    mcp = await approval_latencies(bench.client, mcp_ids, sent, CALL_MCP_TOOL)
     bench.stop_workers()
     branches = subprocess.run(["git", "branch", "--format=%(refname:short)"], cwd=repo, capture_output=True, text=True)
     created = {name for name in branches.stdout.split() if name.startswith("mcp-")}
@@ -65,12 +65,3 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     ratio = {k: round(ours_mcp[k] / ours_builtin[k], 2) for k in ("p50_ms", "p90_ms", "p99_ms")}
     say(f"mcp: builtin p50 {ours_builtin['p50_ms']} ms, mcp p50 {ours_mcp['p50_ms']} ms, ratio {ratio}")
     return {"builtin": ours_builtin, "mcp": ours_mcp, "ratio_mcp_to_builtin": ratio, "approvals_each": count}
-
-
-async def _latencies(bench: Bench, ids: list[str], sent: dict[str, float], activity: str) -> list[float]:
-    out = []
-    for wid in ids:
-        history = await bench.client.get_workflow_handle(wid).fetch_history()
-        [done] = activity_completed_at(history, activity)
-        out.append(done - sent[wid])
-    return out
