@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from temporalio.client import Client
@@ -33,8 +34,10 @@ class HostWorker:
     """The shared-queue worker and the host-queue worker, started and stopped together; on the way
     out it stops the MCP servers it started and closes its databases."""
 
-    def __init__(self, shared: Worker, host: Worker, tools: ToolActivities, closers: list[Any]) -> None:
-        self.shared, self.host, self.tools = shared, host, tools
+    def __init__(
+        self, shared: Worker, host: Worker, tools: ToolActivities, projection: ProjectionStore, closers: list[Any]
+    ) -> None:
+        self.shared, self.host, self.tools, self.projection = shared, host, tools, projection
         self._closers = closers
 
     async def __aenter__(self) -> HostWorker:
@@ -50,9 +53,16 @@ class HostWorker:
             for closer in self._closers:
                 await closer.close()
 
-    async def run(self) -> None:
+    async def run(self, beside: Coroutine[Any, Any, None] | None = None) -> None:
+        """Until cancelled (Ctrl-C, SIGTERM); `beside` runs as long as the workers do, and stops
+        before their databases close."""
         async with self:
-            await asyncio.Event().wait()  # until cancelled (Ctrl-C, SIGTERM)
+            task = asyncio.create_task(beside) if beside is not None else None
+            try:
+                await asyncio.Event().wait()
+            finally:
+                if task is not None:
+                    task.cancel()
 
 
 def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> HostWorker:
@@ -89,7 +99,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         **worker_options,
     )
     host = Worker(client, task_queue=settings.host_task_queue, activities=runners)
-    return HostWorker(shared, host, tools, [projection, ledger])
+    return HostWorker(shared, host, tools, projection, [projection, ledger])
 
 
 async def main() -> None:
@@ -98,20 +108,15 @@ async def main() -> None:
     client = await connect(settings)
     worker = build_worker(client, settings)
     logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
-    # Beside the worker: shows a conversation whose workflow task keeps failing as failed, with why.
-    watched = ProjectionStore(settings.approvals_db)
-    watching = asyncio.create_task(FailureWatch(client, watched, settings.failure_watch_interval).run())
     logging.info(
         "worker ready: task queues %s and %s on %s",
         settings.task_queue,
         settings.host_task_queue,
         settings.temporal_address,
     )
-    try:
-        await worker.run()
-    finally:
-        watching.cancel()
-        await watched.close()
+    # Beside the worker, through its own store (one writer per process): shows a conversation whose
+    # workflow task keeps failing as failed, with why.
+    await worker.run(beside=FailureWatch(client, worker.projection, settings.failure_watch_interval).run())
 
 
 if __name__ == "__main__":
