@@ -90,6 +90,14 @@ def _projection_v5(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v6(dialect: Dialect) -> list[str]:
+    """Subagents: the conversation that delegated to each one, so the inbox shows the tree."""
+    return [
+        "ALTER TABLE ui_conversations ADD COLUMN parent_id TEXT",
+        "CREATE INDEX IF NOT EXISTS ui_conversations_parent ON ui_conversations (parent_id)",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -99,7 +107,7 @@ def _ledger_v1(dialect: Dialect) -> list[str]:
 
 
 MIGRATIONS = {
-    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4, _projection_v5],
+    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4, _projection_v5, _projection_v6],
     "ledger": [_ledger_v1],
 }
 

@@ -62,6 +62,9 @@ class ToolContext:
     # Where this conversation's tools run (a host's task queue, chosen once; None: the shared queue).
     tool_queue: Callable[[], Awaitable[str | None]]
     started_by: str | None = None  # who started the conversation, for self-approval rules
+    # What the conversation offers of the listed tools, and how a `delegate` call runs (subagents).
+    narrow_catalog: Callable[[Catalog], Catalog] | None = None
+    delegate: Callable[[ToolCall, dict[str, Any]], Awaitable[ToolResult]] | None = None
 
 
 @dataclass
@@ -95,12 +98,17 @@ class ToolRunner:
             why = f"the tools could not be listed: {err.__cause__ or err}"
             listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
         self._catalog = Catalog(listed.tools, listed.unavailable)
+        if self._ctx.narrow_catalog is not None:
+            self._catalog = self._ctx.narrow_catalog(self._catalog)
         if listed.unavailable:
             down = "; ".join(f"{source}: {why}" for source, why in sorted(listed.unavailable.items()))
             self._ctx.append_message(
                 ChatMessage(role="system", content=f"Some tools are unavailable this turn ({down}).")
             )
         return self._catalog
+
+    def tool_names(self) -> list[str]:
+        return list(self._catalog.tools)
 
     def schemas(self) -> list[dict[str, Any]]:
         return self._catalog.schemas()
@@ -244,6 +252,9 @@ class ToolRunner:
             network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
+        if spec.source == "subagent" and ctx.delegate is not None:
+            self._record(call, (await ctx.delegate(call, arguments)).content)
+            return
         async with self._lock:
             try:
                 result = await calls.run_tool(request, spec.source, summary, await ctx.tool_queue())
