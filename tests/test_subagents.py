@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from temporalio.client import Client
+import pytest
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import CancelledError
 
 from control import close_conversation, send_decision, start_conversation
 from projection.claims import DecisionRefused
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status
 from tests.scripts import ScriptedModel, calls_then_summary, delegation, first_user_text
 from worker import build_worker
 from workflows.delegation import child_conversation_id
@@ -158,3 +160,26 @@ async def send_decision_refusal(client: Client, settings: Settings, request_id: 
     except DecisionRefused:
         return True
     return False
+
+
+async def test_a_terminated_parent_cancels_its_waiting_child(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    model.behaviour = delegation(TASK, ("w1", "write_file", {"path": "report.txt", "content": "x"}))
+    async with build_worker(client, settings):
+        cid = await start_conversation(client, settings, "please delegate the report")
+        child = child_conversation_id(cid, "d1")
+        [row] = await wait_pending(settings.approvals_db, child, 1)
+        await client.get_workflow_handle(cid).terminate("operator stopped it")
+        with pytest.raises(WorkflowFailureError) as ended:
+            await client.get_workflow_handle(child).result()
+        await eventually(lambda: _resolved_as(settings, row["request_id"], "canceled"))
+
+    assert isinstance(ended.value.cause, CancelledError)
+    assert not (settings.workspace_dir / "report.txt").exists()
+    [conversation] = rows(settings.approvals_db, "SELECT * FROM ui_conversations WHERE conversation_id = ?", child)
+    assert (conversation["turn_status"], conversation["pending_count"]) == ("closed", 0)
+
+
+async def _resolved_as(settings: Settings, request_id: str, decision: str) -> bool:
+    return approval_row(settings.approvals_db, request_id)["decision"] == decision

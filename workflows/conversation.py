@@ -8,6 +8,7 @@ pending call without asking the model again.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -20,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook
     from workflows.context import ContextKeeper
-    from workflows.delegation import Delegator, final_state, narrow_catalog
+    from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
     from workflows.models import (
         ERROR_INVALID_DECISION,
         QUERY_GET_STATE,
@@ -102,7 +103,13 @@ class ConversationWorkflow:
             await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
             if self._closed:
                 break
-            await self._run_turn(self._inbox.pop(0))
+            try:
+                await self._run_turn(self._inbox.pop(0))
+            except asyncio.CancelledError:
+                if start.subagent is None:
+                    raise
+                await close_after_cancel(self.close, self._book, self._status)
+                raise
             if self._closed or start.subagent is not None:  # a subagent ends with its one task
                 break
             if self._should_continue_as_new():

@@ -10,6 +10,7 @@ through the parent close policy. A child that fails gives the parent an error re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Awaitable, Callable
@@ -17,13 +18,16 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ChildWorkflowError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import activity_calls as calls
+    from workflows.approvals import ApprovalBook
     from workflows.models import (
         SIGNAL_CLOSE,
         WORKFLOW_TYPE,
+        ApprovalResolvedProjection,
         ChatMessage,
         CloseInput,
         ConversationInput,
@@ -33,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolDef,
         ToolResult,
     )
-    from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+    from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY, StatusKeeper
     from workflows.subagent_policy import narrow
     from workflows.tool_registry import Catalog
 
@@ -160,7 +164,8 @@ class Delegator:
         await workflow.wait_condition(lambda: handle.done() or self._is_closed())
         if not handle.done():
             # The parent closed while the child works or waits: the child closes the same way.
-            await handle.signal(SIGNAL_CLOSE, CloseInput())
+            with contextlib.suppress(FailureError):  # it ended meanwhile: its result below says how
+                await handle.signal(SIGNAL_CLOSE, CloseInput())
         try:
             state = await handle
         except ChildWorkflowError as err:
@@ -192,6 +197,19 @@ class Delegator:
                 tools=granted,
             ),
         )
+
+
+async def close_after_cancel(close: Callable[[], None], book: ApprovalBook, status: StatusKeeper) -> None:
+    """A subagent whose parent failed or was terminated is cancelled by the parent close policy:
+    it closes as on a close signal, and the projection shows its waiting requests `canceled`."""
+    waiting = book.pending()
+    close()
+    for record in waiting:
+        resolved = status.event("permission.resolved", record.request_id, {"request_id": record.request_id})
+        await calls.project(
+            ApprovalResolvedProjection(approval=record, conversation=status.snapshot("closed", [], [resolved]))
+        )
+    await status.set("closed", [], event="conversation.closed", key="closed")
 
 
 def _result(child_id: str, state: ConversationState) -> ToolResult:
