@@ -96,6 +96,16 @@ async def get_conversation(tx: Tx, conversation_id: str) -> dict[str, Any] | Non
     return _conversation(row) if row is not None else None
 
 
+async def list_subagents(tx: Tx, conversation_id: str) -> list[dict[str, Any]]:
+    """The conversations this one delegated to, oldest activity first."""
+    found = await tx.fetchall(
+        f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations WHERE parent_id = ?"
+        " ORDER BY updated_at, conversation_id",
+        (conversation_id,),
+    )
+    return [_conversation(row) for row in found]
+
+
 async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
     """Every conversation not closed, with the payload of its newest event."""
     return await tx.fetchall(
