@@ -2,7 +2,7 @@
 // hash, and what became of the call. Untrusted text (arguments, names) goes through shownEl.
 import { el, shownEl, when } from "./render.js";
 
-const COLUMNS = ["Requested", "Tool call", "Arguments hash", "Decision", "By", "Via", "Decided", "Outcome"];
+const COLUMNS = ["Requested", "Tool call", "Edited to", "Arguments hash", "Decision", "By", "Via", "Decided", "Outcome"];
 
 export function auditTable(rows) {
   const table = el("table", "audit-table");
@@ -17,6 +17,7 @@ export function auditTable(rows) {
     line.append(
       el("td", null, when(row.created_at)),
       cell(shownEl("code", "audit-call", `${row.tool_name} ${JSON.stringify(row.arguments)}`)),
+      cell(shownEl("code", "audit-edited", row.edited_arguments ? JSON.stringify(row.edited_arguments) : "-")),
       cell(el("code", "audit-hash", row.decided_args_hash || row.args_hash)),
       el("td", "audit-decision", row.decision),
       cell(shownEl("span", "audit-by", row.decided_by || "-")),
