@@ -21,9 +21,9 @@ async def write_decision_facts(tx: Tx, record: ApprovalRecord) -> None:
     if record.resolution is None:
         return
     await tx.execute(
-        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash) VALUES (?, ?, ?)"
-        " ON CONFLICT DO NOTHING",
-        (record.request_id, record.decided_via, record.decided_args_hash),
+        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash, decided_groups_json)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (record.request_id, record.decided_via, record.decided_args_hash, json.dumps(record.decided_groups)),
     )
 
 
@@ -47,7 +47,7 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     sql = (
         "SELECT a.request_id, a.conversation_id, a.tool_name, a.permission_type, a.details_json, a.created_at,"
         " a.resolved_at, a.decision, a.decided_by, a.reason, a.execution_state, f.decided_via, f.decided_args_hash,"
-        " a.edited_arguments_json"
+        " a.edited_arguments_json, f.decided_groups_json"
         " FROM ui_pending_approvals a LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
     )
     params: list[Any] = []
@@ -62,6 +62,7 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
         item["args_hash"] = arguments_hash(arguments)
         edited = item.pop("edited_arguments_json")
         item["edited_arguments"] = json.loads(edited) if edited else None  # what an edit ran instead
+        item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")
         item["outcome"] = outcome(item["decision"], item["execution_state"])
         rows.append(item)
     return rows

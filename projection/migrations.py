@@ -92,8 +92,11 @@ def _projection_v5(dialect: Dialect) -> list[str]:
 
 def _projection_v6(dialect: Dialect) -> list[str]:
     """Edit before approving: the arguments an edit decision changed a call to (the original ones
-    stay in details_json), so the projection keeps both."""
-    return [_add_column("ui_pending_approvals", "edited_arguments_json", "TEXT")]
+    stay in details_json), so the projection keeps both; and the groups the deciders held."""
+    return [
+        _add_column("ui_pending_approvals", "edited_arguments_json", "TEXT"),
+        _add_column("ui_decision_facts", "decided_groups_json", "TEXT"),
+    ]
 
 
 _ADD_COLUMN = "ADD COLUMN IF MISSING"

@@ -13,6 +13,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from control import get_state, start_conversation
+from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, tool_messages, wait_pending, wait_status
@@ -26,6 +27,14 @@ from workflows.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionIn
 
 ARGS = {"path": "notes.txt", "content": "hello"}
 EDITED = {"path": "safe/notes.txt", "content": "hello"}
+
+
+async def audit_rows(settings: Settings) -> list[dict]:
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        return await store.audit()
+    finally:
+        await store.close()
 
 
 async def refused_update(client: Client, cid: str, decision: DecisionInput) -> ApplicationError:
@@ -136,6 +145,8 @@ async def test_the_workflow_refuses_edits_the_rules_or_the_schema_do_not_allow(
         "deploy/app.yaml"
     ]
     assert "deploy/app.yaml" in tool_messages(state)[0]
+    [audited] = [r for r in await audit_rows(settings) if r["request_id"] == rid]
+    assert (audited["decided_by"], audited["decided_groups"], audited["decision"]) == ("sam", ["sre"], "edit")
     ignored = [r.getMessage() for r in caplog.records if "decision ignored" in r.getMessage()]
     assert len(ignored) >= len(cases) and any("deny rule" in m for m in ignored)
 

@@ -124,11 +124,12 @@ class ApprovalBook:
         approval of a request that needs several distinct approvers counts one and returns None
         until the last one; a deny ends it at once."""
         record = self._records[decision.request_id]
-        decided_by = decision.decided_by
+        decided_by = decision.decided_by or decision.principal  # a raw decision may name only its principal
         if decision.decision == "edit":
             if self.edits is None or not self.edits.enabled():
                 return None  # a history from before edits: it ignored them
             record.edited_arguments = self.edits.arguments(record, decision)
+        record.decided_groups += [group for group in decision.groups if group not in record.decided_groups]
         if decision.decision != "deny" and record.required > 1:
             record.approved_by.append(decision.principal or decision.decided_by or "unknown")
             if len(record.approved_by) < record.required:

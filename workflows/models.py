@@ -179,6 +179,7 @@ class ApprovalRecord(BaseModel):
     edited_arguments: dict[str, Any] | None = Field(
         default=None, description="what an edit decision changed the arguments to (they ran); None: not edited"
     )
+    decided_groups: list[str] = Field(default_factory=list, description="the groups the deciders' doors verified")
 
 
 class ConversationInput(BaseModel):
