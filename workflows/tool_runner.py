@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook, outcome_message
-    from workflows.approvers import approvers_for, not_by_for, required_for
+    from workflows.approvers import approvers_for, keeps_asking, not_by_for, required_for
     from workflows.edits import EDIT_PATCH, EditDesk, ran_with
     from workflows.models import (
         ApprovalRecord,
@@ -44,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 PATCH_TOOL_CATALOG = "tool-catalog-activity"
+# Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
+APPROVERS_OUTRANK_LIFTS = "approvers-outrank-auto-approve"
 
 
 @dataclass
@@ -155,6 +157,9 @@ class ToolRunner:
             auto_approve=self._ctx.auto_approve(),
             normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
+        text = main_argument_text(spec, arguments)
+        if verdict == "allow" and keeps_asking(self._ctx.policy, spec, arguments, text):
+            verdict = "ask" if workflow.patched(APPROVERS_OUTRANK_LIFTS) else verdict
         changed = spec.name in book.always_allow and not remembered
         return _Plan(call, spec, arguments, verdict, changed=changed)
 
