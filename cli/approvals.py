@@ -54,7 +54,10 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
     )
     for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
         print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
-    note("Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT")
+    note(
+        "Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT"
+        " | edit REQUEST --set NAME=VALUE"
+    )
     return EXIT_OK
 
 

@@ -1,7 +1,8 @@
 """Identity from a trusted reverse proxy, against a real `starter.py ui` process: with
 TRUSTED_PROXIES set, the proxy's address may name a person and their groups in headers (no token
 needed), and every other peer that sends those headers is refused with 403 and changes nothing.
-The proxy is a client bound to 127.0.0.2; anyone else connects from 127.0.0.1."""
+The proxy is a client bound to 127.0.0.2; anyone else connects from 127.0.0.1. In Chromium, the
+page says who the proxy named and asks for no name."""
 
 from __future__ import annotations
 
@@ -14,17 +15,22 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.async_api import Browser, expect
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from control import start_conversation
 from settings import ConfigError, Settings
+from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, wait_pending, wait_status
 from tests.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
 from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person
+from tests.ui_fixtures import add_person, served_app
 from ui.proxy_identity import parse_proxies
 from worker import build_worker
+
+browser = test_ui_browser.browser  # the shared Chromium fixture
 
 TOKEN = "shared-ui-token"
 PROXY = "127.0.0.2"
@@ -136,3 +142,19 @@ async def test_only_the_configured_proxy_may_name_who_decides(
     resolved = approval_row(gated.approvals_db, row["request_id"])
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam", "done")
     assert (gated.workspace_dir / "ran.txt").exists()
+
+
+async def test_the_page_says_who_the_proxy_named_and_asks_no_name(
+    browser: Browser, env: WorkflowEnvironment, settings: Settings
+) -> None:
+    proxied = replace(settings, ui_token=TOKEN, trusted_proxies="127.0.0.1")
+    served = served_app(proxied, env.client.service_client.config.target_host)
+    try:
+        context = await browser.new_context(extra_http_headers=person("sam", "sre,oncall"))
+        page = await context.new_page()
+        await page.goto(served.url)
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as sam (sre, oncall)")
+        await expect(page.locator("#decider-label")).to_be_hidden()
+        assert page.url.rstrip("/") == served.url, "no login: the proxy authenticated the person"
+    finally:
+        served.stop()
