@@ -128,7 +128,10 @@ class ApprovalBook:
         if decision.decision == "edit":
             if self.edits is None or not self.edits.enabled():
                 return None  # a history from before edits: it ignored them
-            record.edited_arguments = self.edits.arguments(record, decision)
+            edited = self.edits.checked(record, decision)
+            if edited is None:
+                return None  # refused (refuse() said so first); never raise in a handler
+            record.edited_arguments = edited
         record.decided_groups += [group for group in decision.groups if group not in record.decided_groups]
         if decision.decision != "deny" and record.required > 1:
             record.approved_by.append(decision.principal or decision.decided_by or "unknown")

@@ -106,6 +106,13 @@ class EditDesk:
             raise EditRefused(ERROR_INVALID_EDIT, f"the tool of {record.request_id} is not offered any more")
         return edited_call(self._rules, tool, record, decision, self._started_by)
 
+    def checked(self, record: ApprovalRecord, decision: DecisionInput) -> dict[str, Any] | None:
+        """The edited arguments, or None for a refused edit."""
+        try:
+            return self.arguments(record, decision)
+        except EditRefused:
+            return None
+
     def refusal(self, record: ApprovalRecord, decision: DecisionInput) -> tuple[str, str] | None:
         try:
             self.arguments(record, decision)
