@@ -3,7 +3,8 @@
 An edit's checks (the tool's schema, the deny rules and the approver rules on the edited call)
 need the conversation's own rules and tools, which only the workflow holds, so an edit goes by
 the `decide` update: its validator answers at once, and a refused edit releases its claim and
-changes nothing. An update needs a running worker; with none, the edit is refused as unchecked.
+changes nothing. An update needs a running worker: a bounded query asks first, and with no worker
+answering the edit is refused as unchecked before anything is sent.
 """
 
 from __future__ import annotations
@@ -12,19 +13,23 @@ from datetime import timedelta
 
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from projection.claims import DecisionRefused
 from projection.store import ProjectionStore
-from workflows.models import UPDATE_DECIDE, DecisionInput, DecisionResult
+from workflows.models import QUERY_GET_STATE, UPDATE_DECIDE, DecisionInput, DecisionResult
 
 EDIT_CHECK_TIMEOUT = timedelta(seconds=10)
+WORKER_PROBE_TIMEOUT = timedelta(seconds=2)
 ERROR_EDIT_UNCHECKED = "EditUnchecked"
 
 
 async def send_edit(client: Client, decision: DecisionInput, store: ProjectionStore) -> str:
     """Claim the request, then let the workflow check and apply the edit; returns the conversation.
     Raises DecisionRefused (the workflow's refusal, or no worker to check it) or RPCError."""
+    row = await store.approval(decision.request_id)
+    if row is not None and row["decision"] is None:
+        await _worker_answers(client, row["conversation_id"], decision.request_id)
     claimed = await store.claim_decision(decision)
     handle = client.get_workflow_handle(claimed.conversation_id)
     try:
@@ -46,3 +51,18 @@ async def send_edit(client: Client, decision: DecisionInput, store: ProjectionSt
         await store.release_claim(decision.request_id)
         raise
     return claimed.conversation_id
+
+
+async def _worker_answers(client: Client, conversation_id: str, request_id: str) -> None:
+    """Ask the workflow first (a bounded query): with no worker to answer, the edit is refused
+    before anything is sent, so no update is left behind to land later."""
+    try:
+        await client.get_workflow_handle(conversation_id).query(QUERY_GET_STATE, rpc_timeout=WORKER_PROBE_TIMEOUT)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise
+        raise DecisionRefused(
+            ERROR_EDIT_UNCHECKED,
+            f"no worker answered, so the edit of {request_id} cannot be checked now: an edit needs a running"
+            " worker; nothing was sent",
+        ) from None

@@ -205,3 +205,26 @@ async def test_an_edit_by_a_person_outside_the_edited_calls_approvers_is_403(
         assert widened.status_code == 403 and widened.json()["error"]["type"] == "NotAnApprover"
         assert approval_row(settings.approvals_db, row["request_id"])["decision"] is None
         await client.get_workflow_handle(cid).terminate("done")
+
+
+async def test_an_edit_with_no_worker_is_refused_as_unchecked_and_sends_nothing(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    model.behaviour = calls_then_summary(("call_1", "write_file", ARGS))
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "write notes"))
+        [row] = await wait_pending(settings.approvals_db, cid, 1)
+    rid = row["request_id"]
+    async with api_client(settings, client) as http:
+        answer = await http.post(f"/api/approvals/{rid}/decision", json={"decision": "edit", "arguments": EDITED})
+        assert answer.status_code == 503 and answer.json()["error"]["type"] == "EditUnchecked"
+        assert rows(settings.approvals_db, "SELECT * FROM ui_decision_claims") == []
+    by_cli = await run_cli(settings, client, "edit", rid, "--set", "path=safe/notes.txt")
+    assert by_cli.returncode == 1 and "no worker answered" in one_line(by_cli.stderr)
+    # Nothing was left behind to land later: with a worker back, a plain approval runs the call as asked.
+    async with build_worker(client, settings):
+        done = await run_cli(settings, client, "approve", rid)
+        assert done.returncode == 0, done.stderr
+        state = await wait_status(client, cid, "idle")
+    assert state.resolutions == {rid: "allow"}
+    assert (settings.workspace_dir / "notes.txt").exists() and not (settings.workspace_dir / "safe").exists()
