@@ -171,6 +171,8 @@ async def test_an_extension_moves_the_expiry_and_re_arms_the_warning(
             return approval_row(settings.approvals_db, rid)["expires_at"] != row["expires_at"]
 
         await eventually(moved)
+        [recorded] = (await http.get(f"/api/approvals/{rid}")).json()["extensions"]
+        assert (recorded["by"], recorded["seconds"], recorded["reason"]) == ("alice", 3600, "on holiday")
         await skipping_env.sleep(600)  # past the first deadline
         assert approval_row(settings.approvals_db, rid)["decision"] is None
         await skipping_env.sleep(3000)
