@@ -58,7 +58,7 @@ class RequestTimers:
             seen = len(record.extensions)
             try:
                 await workflow.wait_condition(
-                    lambda seen=seen: record.resolution is not None or len(record.extensions) != seen,  # type: ignore[misc]
+                    self._decided_or_extended(seen),
                     timeout=max(due.at - workflow.now(), timedelta(milliseconds=1)),
                     timeout_summary=due.summary,
                 )
@@ -71,6 +71,10 @@ class RequestTimers:
                 continue
             if len(record.extensions) != seen and record.resolution is None:
                 await self._changed(f"extended to {record.expires_at.isoformat()}")
+
+    def _decided_or_extended(self, extensions_seen: int) -> Callable[[], bool]:
+        record = self._record
+        return lambda: record.resolution is not None or len(record.extensions) != extensions_seen
 
     def _next_due(self) -> _Due:
         record, plan = self._record, self._plan
