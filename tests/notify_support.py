@@ -25,6 +25,7 @@ class Delivery:
     path: str
     headers: dict[str, str]
     body: bytes
+    received_at: float = field(default_factory=time.time)
 
     def json(self) -> Any:
         return json.loads(self.body)
