@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("cli.approvals", "decide"),
     "deny": ("cli.approvals", "decide"),
     "edit": ("cli.edit", "edit"),
+    "extend": ("cli.deadlines", "extend"),
     "audit": ("cli.audit", "audit"),
     "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),

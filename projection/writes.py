@@ -65,6 +65,8 @@ def _details(record: ApprovalRecord) -> str:
         details["required"] = record.required
     if record.not_by is not None:
         details["not_by"] = record.not_by
+    if record.extensions:
+        details["extensions"] = [extension.model_dump(mode="json") for extension in record.extensions]
     return json.dumps(details, sort_keys=True)
 
 
@@ -91,6 +93,14 @@ async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection)
     )
     await write_conversation(tx, payload.conversation)
     return added > 0
+
+
+async def write_approval_changed(tx: Tx, rec: ApprovalRecord) -> None:
+    """A pending request's new deadline (an extension) or approvers (an escalation)."""
+    await tx.execute(
+        "UPDATE ui_pending_approvals SET expires_at = ?, details_json = ? WHERE request_id = ? AND resolved_at IS NULL",
+        (_iso(rec.expires_at), _details(rec), rec.request_id),
+    )
 
 
 async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -> None:

@@ -14,7 +14,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from projection.store import ProjectionStore
 from settings import Settings
-from ui import api, events, pages, team
+from ui import api, deadlines, events, pages, slack, team
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -46,8 +46,10 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.add_exception_handler(RequestValidationError, render_validation_error)
     app.include_router(api.router)
     app.include_router(team.router)
+    app.include_router(deadlines.router)
     app.include_router(events.router)
     app.include_router(pages.router)
+    app.include_router(slack.router)
     # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
     # Identity headers count only from the configured proxy; from any other peer they are refused.

@@ -80,3 +80,8 @@ def approver_refusal(
         return f"{principal} started this conversation and may not approve its own call {request_id}"
     who = "a decision with no verified principal" if principal is None else f"{principal} (groups {groups or 'none'})"
     return f"{who} may not decide {request_id}: only {', '.join(approvers or [])}"
+
+
+def matching_rules(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> list[ApproverRule]:
+    """The approver rules that cover a call, in file order (their notification settings apply too)."""
+    return _matching(rules, tool, arguments)

@@ -37,7 +37,9 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         request_id_for,
     )
+    from workflows.notify_plan import plan_for
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
+    from workflows.reminders import RequestTimers
     from workflows.status import StatusKeeper
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
     from workflows.tool_specs import BUILTIN_CATALOG
@@ -187,6 +189,7 @@ class ToolRunner:
         assert plan.spec is not None
         ctx, tool = self._ctx, plan.spec
         now = workflow.now()
+        approvers = approvers_for(ctx.policy, tool, plan.arguments)
         record = ApprovalRecord(
             request_id=request_id_for(ctx.conversation_id, plan.call.id),
             conversation_id=ctx.conversation_id,
@@ -202,9 +205,10 @@ class ToolRunner:
             tool_hash=tool.definition_hash(),
             tool_changed=plan.changed,
             annotations=tool.annotations,
-            approvers=approvers_for(ctx.policy, tool, plan.arguments),
+            approvers=approvers,
             required=required_for(ctx.policy, tool, plan.arguments),
             not_by=not_by_for(ctx.policy, tool, plan.arguments, ctx.started_by),
+            notify=plan_for(ctx.policy, tool, plan.arguments, approvers),
         )
         ctx.book.open(record)
         return record
@@ -223,14 +227,11 @@ class ToolRunner:
                 conversation=status.snapshot("awaiting_approval", book.pending(), events),
             )
         )
-        try:
-            await workflow.wait_condition(
-                lambda: record.resolution is not None,
-                timeout=max(record.expires_at - workflow.now(), timedelta(milliseconds=1)),
-                timeout_summary=f"approval {record.request_id} expires",
-            )
-        except TimeoutError:
-            book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds)
+        await RequestTimers(
+            record,
+            expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
+            changed=lambda what: calls.project_approval_changed(record, what),
+        ).wait()
         pending = book.pending()
         after: TurnStatus = "awaiting_approval" if pending else ("closed" if ctx.is_closed() else "running")
         resolved_event = status.event(

@@ -5,6 +5,7 @@ import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 import { renderControls, setupControls } from "./controls.js";
 import { editControls } from "./edit.js";
+import { focusCard, followDeepLink } from "./deeplink.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -17,6 +18,7 @@ const view = {
   detailAgain: false,
   refreshTimer: null,
   principal: null,
+  linked: null, // the request a deep link named, until its card is shown
   // How many rows each list shows; "Show more" raises it by a page. Lists are keyset pages.
   wanted: { conversations: PAGE, pending: PAGE },
 };
@@ -136,6 +138,7 @@ function renderDetail(detail) {
   syncCards($("conversation-approvals"), open, { showConversation: false });
   syncCards($("decided-cards"), decided, { showConversation: false });
   $("decided-approvals").hidden = decided.length === 0;
+  if (view.linked && focusCard(view.linked)) view.linked = null;
   const archived = detail.archived || [];
   const signature = JSON.stringify(detail.messages) + String(archived.length) + String(detail.worker_online);
   if (signature !== view.detailSignature) {
@@ -304,8 +307,9 @@ function main() {
   $("pending-more").addEventListener("click", () => showMore("pending"));
   window.addEventListener("hashchange", route);
   // Who you are comes first: the cards offer their buttons only to those who may decide.
-  api("/api/session").then((result) => {
+  api("/api/session").then(async (result) => {
     if (result.ok) showSession(result.body);
+    view.linked = await followDeepLink(api, toast);
     route();
     follow();
   });
