@@ -102,6 +102,10 @@ async def send_decision(
             return await send_decision(client, settings, decision, store)
         finally:
             await store.close()
+    if decision.decision == "edit":
+        from edit_control import send_edit
+
+        return await send_edit(client, decision, store)
     try:
         claimed = await store.claim_decision(decision)
     except DecisionRefused as refused:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from activities.channels import NotifyConfig
     from activities.sandbox import SandboxPolicy
     from activities.tool_config import ToolsConfig
+    from ui.proxy_identity import ProxyIdentity
     from workflows.models import PolicyRules
 
 SANDBOX_CHOICES = ("auto", "bwrap", "unshare", "off")
@@ -146,6 +147,12 @@ class Settings:
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
+    # Identity from a reverse proxy: off unless TRUSTED_PROXIES names its addresses (ui/proxy_identity.py).
+    trusted_proxies: str | None = field(default_factory=lambda: os.environ.get("TRUSTED_PROXIES") or None)
+    proxy_user_header: str = field(default_factory=lambda: os.environ.get("PROXY_USER_HEADER") or "X-Forwarded-User")
+    proxy_groups_header: str = field(
+        default_factory=lambda: os.environ.get("PROXY_GROUPS_HEADER") or "X-Forwarded-Groups"
+    )
     workflow_cache_size: int = field(default_factory=lambda: _count_env("WORKFLOW_CACHE_SIZE", 1000))
     context_budget_tokens: int = field(default_factory=_context_budget)
     failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
@@ -156,6 +163,16 @@ class Settings:
     s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
     # Where links in notifications point; default: the UI's own address.
     ui_public_url: str | None = field(default_factory=lambda: os.environ.get("UI_PUBLIC_URL") or None)
+
+    def proxy_identity(self) -> ProxyIdentity:
+        """Who the trusted proxy may name, and in which headers; ConfigError for a bad address."""
+        from ui.proxy_identity import ProxyIdentity, parse_proxies
+
+        try:
+            proxies = parse_proxies(self.trusted_proxies)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        return ProxyIdentity(proxies, self.proxy_user_header, self.proxy_groups_header)
 
     @property
     def host_task_queue(self) -> str:

@@ -113,6 +113,15 @@ def build_parser() -> OneLineParser:
             help="refuse as stale unless the call's arguments still have this hash (shown by `pending`)",
         )
 
+    edit = verbs.add_parser("edit", help="approve a pending tool call with arguments you changed")
+    edit.add_argument("request_id", metavar="REQUEST_ID", type=text)
+    edit.add_argument("--set", dest="changes", metavar="NAME=VALUE", action="append", help="change one argument")
+    edit.add_argument("--args", dest="arguments", metavar="JSON", help="the whole new arguments object")
+    edit.add_argument("--reason", help="why; the model reads it with the result")
+    edit.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)")
+    edit.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
+    edit.add_argument("--args-hash", type=text, help="refuse as stale unless the shown arguments still have this hash")
+
     extend = verbs.add_parser("extend", help="give a waiting request more time (who may decide it may extend it)")
     extend.add_argument("request_id", metavar="REQUEST_ID", type=text)
     extend.add_argument("--by", type=duration, required=True, help="how much longer: seconds, or 30m, 12h, 7d")

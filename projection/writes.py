@@ -110,9 +110,18 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
         tx, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
     )
     await tx.execute(
-        """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
+        """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?,
+             edited_arguments_json = ?
            WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
-        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
+        (
+            rec.resolution,
+            rec.decided_by,
+            rec.reason,
+            _iso(rec.resolved_at),
+            None if rec.edited_arguments is None else json.dumps(rec.edited_arguments, sort_keys=True),
+            rec.request_id,
+            rec.conversation_id,
+        ),
     )
     await write_decision_facts(tx, rec)
 

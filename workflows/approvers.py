@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from workflows.models import ApproverRule, PolicyRules, ToolDef
-from workflows.policy import Rule, shell_segments
+from workflows.policy import Rule, evaluate, shell_segments
 from workflows.tool_registry import main_argument_text
 
 
@@ -48,6 +48,15 @@ def not_by_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any], sta
         return None
     forbids = any(not rule.self_approval for rule in _matching(rules, tool, arguments))
     return started_by if forbids else None
+
+
+def keeps_asking(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any], main_argument: str) -> bool:
+    """Whether an allowed call is one auto-approve or always-allow lifted from an ask while an
+    approver rule names who must decide it: then it is asked all the same, so neither switch is a
+    way around the approvers (deny rules already beat both)."""
+    if approvers_for(rules, tool, arguments) is None:
+        return False
+    return evaluate(rules.model_copy(update={"mode": "default"}), tool, main_argument) == "ask"
 
 
 def may_decide(

@@ -230,9 +230,7 @@ class ConversationWorkflow:
         decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
         if decision is None:
             return
-        refusal = self._book.refusal(
-            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
-        )
+        refusal = self._book.refuse(decision)
         if refusal is not None:
             # A bad signal must never fail the workflow task: log it and change nothing.
             workflow.logger.warning("decision ignored: %s", refusal[1])
@@ -253,9 +251,7 @@ class ConversationWorkflow:
         decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refusal(
-            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
-        )
+        refusal = self._book.refuse(decision)
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)

@@ -28,10 +28,13 @@ ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
 ERROR_STALE_APPROVAL = "StaleApproval"
 ERROR_NOT_AN_APPROVER = "NotAnApprover"
+ERROR_INVALID_EDIT = "InvalidEdit"
+ERROR_EDIT_DENIED = "EditDenied"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
-Decision = Literal["allow", "deny", "always_allow"]
-Resolution = Literal["allow", "deny", "always_allow", "expired", "canceled"]
+# `edit`: approve with arguments a person changed (the decision carries them).
+Decision = Literal["allow", "deny", "always_allow", "edit"]
+Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp"]
 RuleVerdict = Literal["allow", "ask", "deny"]
@@ -218,6 +221,10 @@ class ApprovalRecord(BaseModel):
     required: int = Field(default=1, description="distinct approvals it needs before it runs")
     approved_by: list[str] = Field(default_factory=list, description="who approved so far (while partial)")
     not_by: str | None = Field(default=None, description="who may not decide it: the starter, when a rule says so")
+    edited_arguments: dict[str, Any] | None = Field(
+        default=None, description="what an edit decision changed the arguments to (they ran); None: not edited"
+    )
+    decided_groups: list[str] = Field(default_factory=list, description="the groups the deciders' doors verified")
     notify: NotifyPlan | None = Field(default=None, description="notifications and their timers; None: none")
     extensions: list[ApprovalExtension] = Field(default_factory=list, description="deadline extensions, in order")
 
@@ -271,6 +278,9 @@ class DecisionInput(_StrictInput):
     door: Door | None = Field(default=None, description="ui or cli; None: a raw signal or update")
     principal: str | None = Field(default=None, description="the person the door verified")
     groups: list[str] = Field(default_factory=list, description="the principal's groups, as the door knows them")
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="an edit's new arguments (only with decision edit); args_hash stays the shown ones'"
+    )
 
 
 MAX_EXTENSION_SECONDS = 30 * 24 * 3600.0

@@ -20,7 +20,8 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook, outcome_message
-    from workflows.approvers import approvers_for, not_by_for, required_for
+    from workflows.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from workflows.edits import EDIT_PATCH, EditDesk, ran_with
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
@@ -45,6 +46,8 @@ with workflow.unsafe.imports_passed_through():
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 PATCH_TOOL_CATALOG = "tool-catalog-activity"
+# Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
+APPROVERS_OUTRANK_LIFTS = "approvers-outrank-auto-approve"
 
 
 @dataclass
@@ -86,6 +89,9 @@ class ToolRunner:
         self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
+        # Edits are checked against the tools of the turn that asked; markers only outside validators.
+        enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
+        context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
 
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
@@ -153,6 +159,9 @@ class ToolRunner:
             auto_approve=self._ctx.auto_approve(),
             normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
+        text = main_argument_text(spec, arguments)
+        if verdict == "allow" and keeps_asking(self._ctx.policy, spec, arguments, text):
+            verdict = "ask" if workflow.patched(APPROVERS_OUTRANK_LIFTS) else verdict
         changed = spec.name in book.always_allow and not remembered
         return _Plan(call, spec, arguments, verdict, changed=changed)
 
@@ -167,13 +176,14 @@ class ToolRunner:
         if plan.record is not None:
             record = plan.record
             await workflow.wait_condition(lambda: record.resolution is not None)
-            if record.resolution not in ("allow", "always_allow"):
+            if record.resolution not in ("allow", "always_allow", "edit"):
                 self._record(plan.call, outcome_message(record))
                 return
         if self._ctx.is_closed():
             self._record(plan.call, "Not run: the conversation was closed first.")
             return
-        await self._execute(turn_id, plan.call, plan.spec, plan.arguments)
+        arguments, note = ran_with(plan.record, plan.arguments)
+        await self._execute(turn_id, plan.call, plan.spec, arguments, note)
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
@@ -231,7 +241,9 @@ class ToolRunner:
             ApprovalResolvedProjection(approval=record, conversation=status.snapshot(after, pending, [resolved_event]))
         )
 
-    async def _execute(self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any]) -> None:
+    async def _execute(
+        self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any], note: str | None = None
+    ) -> None:
         ctx = self._ctx
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
@@ -253,7 +265,7 @@ class ToolRunner:
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
         if result.kv is not None:
             ctx.set_kv(result.kv)
-        self._record(call, result.content)
+        self._record(call, result.content if note is None else f"{note}\n\n{result.content}")
 
     def _record(self, call: ToolCall, content: str) -> None:
         self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))

@@ -4,6 +4,7 @@ import { reveal } from "./visible.js";
 import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 import { renderControls, setupControls } from "./controls.js";
+import { editControls } from "./edit.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
 
 const $ = (id) => document.getElementById(id);
@@ -73,7 +74,7 @@ function syncCards(container, approvals, options) {
   const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  const shared = { ...options, onDecide: decide, principal: view.principal };
+  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls };
   container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
 }
 
@@ -82,16 +83,17 @@ function deciderName() {
   return name || null;
 }
 
-async function decide(approval, decision, reason, buttons) {
+async function decide(approval, decision, reason, buttons, extra = {}) {
   buttons.forEach((b) => (b.disabled = true));
-  // Bound to the arguments this card shows: if they are no longer the call's, the server refuses it.
-  const body = { decision, args_hash: approval.args_hash };
+  // Bound to the arguments this card shows (an edit too): if they are no longer the call's, the server refuses it.
+  const body = { decision, args_hash: approval.args_hash, ...extra };
   if (reason && reason.trim()) body.reason = reason.trim();
   const name = deciderName();
   if (name) body.name = name;
   const result = await api(`/api/approvals/${encodeURIComponent(approval.request_id)}/decision`, { json: body });
   if (result.ok) {
-    toast(`${decision.replace("_", " ")}: sent for ${approval.tool_name}`);
+    const verb = decision === "edit" ? "approved with edited arguments" : decision.replace("_", " ");
+    toast(`${verb}: sent for ${approval.tool_name}`);
   } else {
     toast(errorMessage(result), true);
     buttons.forEach((b) => (b.disabled = false));
