@@ -21,7 +21,8 @@ def narrow(parent: PolicyRules, own: PolicyRules | None) -> PolicyRules:
     """The rules a subagent of a conversation with `parent` rules runs under.
 
     own: the subagent's own configuration (None: exactly the parent's). Auto-approve mode holds
-    only when every layer has it; approver rules stay the parent's, so the same people decide.
+    only when every layer has it; approver rules and notification channels stay the parent's, so
+    the same people decide and hear of it.
     """
     if own is None:
         return parent
@@ -31,6 +32,7 @@ def narrow(parent: PolicyRules, own: PolicyRules | None) -> PolicyRules:
         update={
             "mode": "auto_approve" if every_auto else "default",
             "approvers": [*parent.approvers, *own.approvers],
+            "channels": {**parent.channels, **own.channels},
             "within": outer,
         }
     )
