@@ -13,6 +13,7 @@ from control import close_conversation, send_decision, start_conversation
 from projection.claims import DecisionRefused
 from settings import Settings
 from tests.conftest import HistoryRecorder
+from tests.failure_support import replay_recorded
 from tests.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status
 from tests.scripts import ScriptedModel, calls_then_summary, delegation, first_user_text
 from worker import build_worker
@@ -183,3 +184,22 @@ async def test_a_terminated_parent_cancels_its_waiting_child(
 
 async def _resolved_as(settings: Settings, request_id: str, decision: str) -> bool:
     return approval_row(settings.approvals_db, request_id)["decision"] == decision
+
+
+async def test_a_child_that_fails_gives_the_parent_an_error_result(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    model.behaviour = delegation(TASK, ("w1", "write_file", {"path": "report.txt", "content": "x"}))
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "please delegate the report"))
+        child = child_conversation_id(cid, "d1")
+        await wait_pending(settings.approvals_db, child, 1)
+        # Both waiting, the parent on its child and the child on a person: saved and replayed as they are.
+        assert await replay_recorded(client, [cid, child], "subagent-waiting") == 2
+        await client.get_workflow_handle(child).terminate("stuck")
+        state = await wait_status(client, cid, "idle")
+
+    [result] = tool_messages(state)
+    assert result.startswith(f"Error: the subagent {child} failed") and "terminated" in result.lower()
+    assert state.messages[-1].content == f"results: {result}", "the parent's model read the error"
+    assert not (settings.workspace_dir / "report.txt").exists()
