@@ -9,10 +9,11 @@ import sys
 from temporalio.client import Client
 
 from control import close_conversation, start_conversation
+from projection.rebuild import rebuild_projection
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import address_of
-from tests.helpers import wait_pending
+from tests.helpers import execute, rows, wait_pending
 from tests.postgres import on_both_backends
 from tests.processes import REPO_ROOT, process_env
 from tests.scripts import ScriptedModel, delegation
@@ -49,6 +50,10 @@ async def test_a_subagents_request_names_its_conversation_and_parent(
         shown_parent = cli(settings, client, "show", cid)
         await close_conversation(client, cid)
         await client.get_workflow_handle(cid, result_type=ConversationState).result()
+    # A lost projection is rebuilt from Temporal, the parent link with it.
+    execute(settings.approvals_db, "DELETE FROM ui_conversations")
+    await rebuild_projection(client, settings)
+    rebuilt = rows(settings.approvals_db, "SELECT conversation_id, parent_id FROM ui_conversations")
 
     assert (approval["request_id"], approval["conversation_id"], approval["parent_id"]) == (
         row["request_id"],
@@ -59,3 +64,4 @@ async def test_a_subagents_request_names_its_conversation_and_parent(
     assert f"{child} (subagent of {cid})" in pending
     assert f"subagent of: {cid}" in shown_child
     assert f"subagent: {child} (awaiting_approval)" in shown_parent
+    assert {r["conversation_id"]: r["parent_id"] for r in rebuilt} == {cid: None, child: cid}
