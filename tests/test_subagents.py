@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
 from control import close_conversation, send_decision, start_conversation
+from demo_model.server import text_reply
 from projection.claims import DecisionRefused
 from settings import Settings
 from tests.conftest import HistoryRecorder
@@ -203,3 +205,20 @@ async def test_a_child_that_fails_gives_the_parent_an_error_result(
     assert result.startswith(f"Error: the subagent {child} failed") and "terminated" in result.lower()
     assert state.messages[-1].content == f"results: {result}", "the parent's model read the error"
     assert not (settings.workspace_dir / "report.txt").exists()
+
+
+async def test_a_child_id_already_taken_gives_the_parent_an_error_result(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    parent_id = f"conv-{uuid.uuid4().hex[:8]}"
+    taken = child_conversation_id(parent_id, "d1")
+    delegating = delegation(TASK, ("l1", "list_dir", {"path": "."}))
+    model.behaviour = lambda m: text_reply("squatting") if first_user_text(m) == "squat" else delegating(m)
+    async with build_worker(client, settings):
+        histories.track(await start_conversation(client, settings, "squat", taken))
+        cid = histories.track(await start_conversation(client, settings, "please delegate the report", parent_id))
+        state = await wait_status(client, cid, "idle")
+        await close_conversation(client, taken)
+
+    [result] = tool_messages(state)
+    assert result.startswith(f"Error: the subagent {taken} could not start"), result

@@ -150,17 +150,20 @@ class Delegator:
         workflow.patched(DELEGATION_PATCH)
         self.children_started += 1
         child_id = child_conversation_id(self._start.conversation_id, call.id)
-        handle = await workflow.start_child_workflow(
-            WORKFLOW_TYPE,
-            self._child_input(child_id, call, arguments, tools, await self._tool_queue()),
-            id=child_id,
-            result_type=ConversationState,
-            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(PENDING_APPROVALS_KEY, 0)]
-            ),
-            static_summary=f"subagent of {self._start.conversation_id}: {str(arguments['task'])[:120]}",
-        )
+        try:
+            handle = await workflow.start_child_workflow(
+                WORKFLOW_TYPE,
+                self._child_input(child_id, call, arguments, tools, await self._tool_queue()),
+                id=child_id,
+                result_type=ConversationState,
+                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+                search_attributes=TypedSearchAttributes(
+                    [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(PENDING_APPROVALS_KEY, 0)]
+                ),
+                static_summary=f"subagent of {self._start.conversation_id}: {str(arguments['task'])[:120]}",
+            )
+        except FailureError as err:  # e.g. a conversation someone started with that id already runs
+            return ToolResult(content=f"Error: the subagent {child_id} could not start: {err}", is_error=True)
         await workflow.wait_condition(lambda: handle.done() or self._is_closed())
         if not handle.done():
             # The parent closed while the child works or waits: the child closes the same way.
