@@ -48,6 +48,7 @@ async def test_a_subagents_request_names_its_conversation_and_parent(
         pending = cli(settings, client, "pending")
         shown_child = cli(settings, client, "show", child)
         shown_parent = cli(settings, client, "show", cid)
+        watched = cli(settings, client, "watch", cid)
         await close_conversation(client, cid)
         await client.get_workflow_handle(cid, result_type=ConversationState).result()
     # A lost projection is rebuilt from Temporal, the parent link with it.
@@ -64,4 +65,5 @@ async def test_a_subagents_request_names_its_conversation_and_parent(
     assert f"{child} (subagent of {cid})" in pending
     assert f"subagent of: {cid}" in shown_child
     assert f"subagent: {child} (awaiting_approval)" in shown_parent
+    assert f"Conversation {cid} is running; its subagent {child} is awaiting_approval." in watched
     assert {r["conversation_id"]: r["parent_id"] for r in rebuilt} == {cid: None, child: cid}
