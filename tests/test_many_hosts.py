@@ -31,7 +31,7 @@ from tests.postgres import PostgresServer
 from tests.processes import REPO_ROOT, WorkerProcess, free_port, process_env, wait_for_port
 from tests.scripts import ScriptedModel, first_user_text, last_role, tool_results
 
-CONVERSATIONS = 30
+CONVERSATIONS = 300
 HOSTS = ("host-a", "host-b", "host-c")
 KILLS = 4
 EXECUTE = "execute_tool"
@@ -116,7 +116,7 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
             found = rows(settings.approvals_db, "SELECT request_id FROM ui_pending_approvals WHERE decision IS NULL")
             return found if len(found) == CONVERSATIONS else []
 
-        requests = [row["request_id"] for row in await eventually(all_pending, timeout=180, interval=0.5)]
+        requests = [row["request_id"] for row in await eventually(all_pending, timeout=900, interval=0.5)]
 
         async def chaos() -> None:
             for _ in range(KILLS):
@@ -147,7 +147,7 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
                 states[marker] = state
             return states
 
-        states = await eventually(all_idle, timeout=240, interval=1.0)
+        states = await eventually(all_idle, timeout=900, interval=1.0)
         marks = {host: _lines(workspaces[host] / "marks.txt") for host in HOSTS}
         used: set[str | None] = set()
         for marker, cid in ids.items():

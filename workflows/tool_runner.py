@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.status import StatusKeeper
+    from workflows.tool_dispatch import run_pinned
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
     from workflows.tool_specs import BUILTIN_CATALOG
 
@@ -246,7 +247,7 @@ class ToolRunner:
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
             try:
-                result = await calls.run_tool(request, spec.source, summary, await ctx.tool_queue())
+                result = await run_pinned(request, spec.source, summary, await ctx.tool_queue())
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
