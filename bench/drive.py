@@ -20,6 +20,7 @@ from bench import script
 from control import send_decision, start_conversation
 from projection.backend import is_postgres
 from projection.db import connect_reader
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.models import DecisionInput
 
@@ -93,8 +94,10 @@ async def wait_idle(db: str | Path, count: int, timeout: float = 600.0, interval
     return await wait_until(lambda: scalar(db, sql) >= count, f"{count} idle conversations", timeout, interval)
 
 
-async def approve(client: Client, settings: Settings, request_id: str) -> None:
-    await send_decision(client, settings, DecisionInput(request_id=request_id, decision="allow", decided_by="bench"))
+async def approve(client: Client, settings: Settings, request_id: str, store: ProjectionStore | None = None) -> None:
+    """As a door sends it; pass the open store a UI would hold (without one, each call opens its own)."""
+    decision = DecisionInput(request_id=request_id, decision="allow", decided_by="bench")
+    await send_decision(client, settings, decision, store)
 
 
 async def approval_latencies(client: Client, ids: list[str], sent: dict[str, float], activity: str) -> list[float]:

@@ -18,10 +18,11 @@ from typing import Any
 
 from activities.sandbox import describe as sandbox_launcher
 from bench import sandbox_cost, script
-from bench.drive import approval_latencies, approve, new_ids, pending_requests, scalar, start_all, wait_pending
+from bench.drive import approval_latencies, approve, new_ids, pending_requests, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.activity_calls import EXECUTE_TOOL
 
@@ -44,7 +45,7 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     for settings, checkout in groups.values():
         bench.start_worker(settings, "ours", DEFAULT_CACHE, checkout)
     bench.start_worker(floor_settings, "floor", DEFAULT_CACHE)
-    ids = {name: new_ids(f"lat-{name}", count) for name in groups}
+    ids = {name: new_ids(f"lat-{name.replace('_', '-')}", count) for name in groups}
     floor_ids = new_ids("floor", count)
     say(f"{label}: starting {count} conversations for each of {', '.join(groups)} and {count} floor workflows")
     for name, (settings, _) in groups.items():
@@ -57,14 +58,15 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     for settings, _ in groups.values():
         await wait_pending(settings.approvals_db, count)
         requests |= pending_requests(settings.approvals_db)
+    # One open store per projection, as a running UI holds it.
+    stores = {name: ProjectionStore(settings.approvals_db) for name, (settings, _) in groups.items()}
     sent: dict[str, float] = {}
-    idle_sql = "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?"
     for i in range(count):
         for name, (settings, _) in groups.items():
             cid = ids[name][i]
             sent[cid] = time.time()
-            await approve(bench.client, settings, requests[cid])
-            while scalar(settings.approvals_db, idle_sql, cid) != "idle":
+            await approve(bench.client, settings, requests[cid], stores[name])
+            while ((await stores[name].conversation(cid)) or {}).get("turn_status") != "idle":
                 await asyncio.sleep(0.002)
         handle = bench.client.get_workflow_handle(floor_ids[i])
         sent[floor_ids[i]] = time.time()
@@ -72,6 +74,8 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         await handle.result()
         if (i + 1) % 50 == 0:
             say(f"{label}: {i + 1}/{count} approvals each")
+    for store in stores.values():
+        await store.close()
     measured = {name: await approval_latencies(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()

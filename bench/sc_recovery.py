@@ -17,6 +17,7 @@ from bench import script
 from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
+from projection.store import ProjectionStore
 
 BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
@@ -52,7 +53,9 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
     t0 = time.monotonic()
     stop = asyncio.Event()
     reporter = asyncio.create_task(_progress(settings.approvals_db, count, stop, label))
-    await bounded([requests[cid] for cid in ids], lambda rid: approve(bench.client, settings, rid), 50)
+    store = ProjectionStore(settings.approvals_db)  # one open store, as a running UI holds it
+    await bounded([requests[cid] for cid in ids], lambda rid: approve(bench.client, settings, rid, store), 50)
+    await store.close()
     sent_seconds = time.monotonic() - t0
     await wait_idle(settings.approvals_db, count, timeout=900)
     total = time.monotonic() - t0
