@@ -47,12 +47,14 @@ class ToolActivities:
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
+        await self._write_resolution(request)
         return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin)
 
     @activity.defn(name=RUN_PYTHON_TOOL)
     async def run_python_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
+        await self._write_resolution(request)
         tool = _definition(request)
         found = self.sources.python.get(tool.name)
         if found is None:
@@ -64,6 +66,7 @@ class ToolActivities:
     async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
+        await self._write_resolution(request)
         tool = _definition(request)
         connection = self.sources.mcp.connections.get(tool.origin)
         if connection is None:
@@ -77,6 +80,12 @@ class ToolActivities:
                 await self._projection.mark_execution(request.request_id, "failed")
             return ToolResult(content=f"Error: not run: {err}", is_error=True)
         return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
+
+    async def _write_resolution(self, request: ToolRequest) -> None:
+        """An approved call carries its approval's resolution: mirrored before anything else, so
+        nothing that follows (a server that cannot start, the ledger) can leave it unwritten."""
+        if request.resolved is not None:
+            await self._projection.project_approval_resolved(request.resolved)
 
     def _elsewhere(self, request: ToolRequest) -> bool:
         """The request names another host (see workflows/tool_dispatch.py): nothing may run here."""

@@ -282,6 +282,9 @@ class ToolRequest(BaseModel):
     run_on: str | None = Field(
         default=None, description="the host task queue whose worker may run it; another host answers wrong_host"
     )
+    resolved: ApprovalResolvedProjection | None = Field(
+        default=None, description="the approval's resolution, written to the read model right before the tool runs"
+    )
 
 
 class ListToolsInput(BaseModel):

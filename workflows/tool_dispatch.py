@@ -30,4 +30,7 @@ async def run_pinned(request: ToolRequest, source: str, summary: str, host_queue
     here = await calls.run_tool(request.model_copy(update={"run_on": host_queue}), source, summary)
     if not here.wrong_host:
         return here
+    if request.resolved is not None:  # the host may be down a while: show the decision now
+        await calls.project(request.resolved)
+        request = request.model_copy(update={"resolved": None})
     return await calls.run_tool(request, source, f"{summary} (on its host)", host_queue)

@@ -44,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 PATCH_TOOL_CATALOG = "tool-catalog-activity"
+# An approved tool's activity writes the approval's resolution; before, an activity of its own did.
+CARRY_RESOLUTION_PATCH = "resolution-with-the-tool"
 
 
 @dataclass
@@ -85,6 +87,9 @@ class ToolRunner:
         self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
+        # Resolutions mirrored by their own activity, and those an approved tool's activity carries.
+        self._written: set[str] = set()
+        self._carried: set[str] = set()
 
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
@@ -172,7 +177,7 @@ class ToolRunner:
         if self._ctx.is_closed():
             self._record(plan.call, "Not run: the conversation was closed first.")
             return
-        await self._execute(turn_id, plan.call, plan.spec, plan.arguments)
+        await self._execute(turn_id, plan.call, plan.spec, plan.arguments, plan.record)
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
@@ -222,17 +227,38 @@ class ToolRunner:
             )
         except TimeoutError:
             book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds)
-        pending = book.pending()
+        if record.request_id in self._carried:
+            return  # the approved tool's own activity writes it (see _carry)
+        self._written.add(record.request_id)
+        await calls.project(self._resolution(record))
+
+    def _resolution(self, record: ApprovalRecord) -> ApprovalResolvedProjection:
+        ctx, status = self._ctx, self._ctx.status
+        pending = ctx.book.pending()
         after: TurnStatus = "awaiting_approval" if pending else ("closed" if ctx.is_closed() else "running")
         resolved_event = status.event(
             "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
         )
-        await calls.project(
-            ApprovalResolvedProjection(approval=record, conversation=status.snapshot(after, pending, [resolved_event]))
+        return ApprovalResolvedProjection(
+            approval=record, conversation=status.snapshot(after, pending, [resolved_event])
         )
 
-    async def _execute(self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any]) -> None:
+    def _carry(self, record: ApprovalRecord | None) -> ApprovalResolvedProjection | None:
+        """An approved call whose tool starts now carries its resolution into the tool's activity,
+        which writes it right before the tool runs: one activity (and one workflow task) fewer per
+        approval. Not when another tool holds the lock (the resolution would wait for it)."""
+        if record is None or record.request_id in self._written or self._lock.locked():
+            return None
+        if not workflow.patched(CARRY_RESOLUTION_PATCH):
+            return None
+        self._carried.add(record.request_id)
+        return self._resolution(record)
+
+    async def _execute(
+        self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any], record: ApprovalRecord | None
+    ) -> None:
         ctx = self._ctx
+        resolved = self._carry(record)
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
             turn_id=turn_id,
@@ -243,6 +269,7 @@ class ToolRunner:
             kv=ctx.get_kv(),
             tool=None if spec.source == "builtin" else spec,
             network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
+            resolved=resolved,
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
@@ -251,6 +278,8 @@ class ToolRunner:
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
+                if resolved is not None:  # its activity may have failed before writing it
+                    await calls.project(resolved)
         if result.kv is not None:
             ctx.set_kv(result.kv)
         self._record(call, result.content)
