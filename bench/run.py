@@ -48,12 +48,16 @@ SETTINGS = [
     "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, the SQLite"
     " projection's calls on threads) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
     "APPROVAL_TIMEOUT 7 days; the default policy (run_shell asks). The approved tool is run_shell"
-    " `echo TAG >> ran.log`; the floor's activity runs the same command through the same tool function.",
+    " `echo TAG >> ran.log`; the floor's activity runs the same command through the same tool function, in the"
+    " same sandbox (the worker's policy); the sandbox's own cost is measured apart in the latency scenario.",
     "The model is demo_model's scripted OpenAI-compatible server over HTTP, in the bench process; the worker"
     " calls it with the real openai client. Two model calls per turn: the tool call, then the answer.",
     "Decisions go through control.send_decision (projection claim, then signal), as the CLI and UI send them.",
-    "Latency: one approval at a time, ours and the floor alternating; times are client clock at send to the"
-    " ActivityTaskCompleted event time in history (same machine clock). Recovery: 50 decisions in flight.",
+    "Latency: one approval at a time, ours (projection on SQLite, on PostgreSQL, and with --baseline the"
+    " baseline revision's worker) and the floor alternating; times are client clock at send to the"
+    " ActivityTaskCompleted event time in history (same machine clock). Decisions go through one open"
+    " ProjectionStore per projection, as a running UI holds it. Recovery: two new workers, 50 decisions in"
+    " flight, once per backend.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
     "Payload store: the local driver (files under the run's directory, fsync and rename per write),"
     " PAYLOAD_STORE_THRESHOLD 64 KiB; latency_extstore sets it to 0 for ours, so every payload of ours is stored.",

@@ -16,10 +16,10 @@ from temporalio.client import Client
 from control import send_decision, send_message, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, tool_messages, wait_pending, wait_status
+from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_status
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
-from workflows.activity_calls import EXECUTE_TOOL, PICK_TOOL_HOST
+from workflows.activity_calls import EXECUTE_TOOL, PICK_TOOL_HOST, PROJECT_APPROVAL_RESOLVED
 from workflows.models import DecisionInput
 
 
@@ -59,6 +59,10 @@ async def test_tools_go_to_the_host_picked_once_for_the_conversation(
     # On the workflow's own queue, marked for the picked host; this worker is that host, so none
     # had to go round by the host's own queue.
     assert tools == [(settings.task_queue, settings.host_task_queue)] * 4, tools
+    # Each approved tool's activity wrote its approval's resolution: no activity of its own.
+    assert PROJECT_APPROVAL_RESOLVED not in [name for name, _, _ in activities]
+    decided = rows(settings.approvals_db, "SELECT decision FROM ui_pending_approvals WHERE conversation_id = ?", cid)
+    assert [row["decision"] for row in decided] == ["allow", "allow"]
     assert [name for name, _, _ in activities].index(PICK_TOOL_HOST) < [n for n, _, _ in activities].index(EXECUTE_TOOL)
     assert (settings.workspace_dir / "a.txt").read_text() == "x"
 
@@ -83,6 +87,9 @@ async def test_a_tool_that_reaches_another_host_runs_only_on_its_own(
 
         await eventually(sent_to_a)
         assert not (host_b.workspace_dir / "a.txt").exists(), "host B ran nothing"
+        # While the call waits for its host, the read model already shows the decision.
+        [shown] = rows(settings.approvals_db, "SELECT decision, resolved_at FROM ui_pending_approvals")
+        assert shown["decision"] == "allow" and shown["resolved_at"] is not None
     async with build_worker(client, host_a):
         state = await wait_status(client, cid, "idle")
     assert (host_a.workspace_dir / "a.txt").read_text() == "x"
