@@ -20,7 +20,8 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook, outcome_message
-    from workflows.approvers import approvers_for, not_by_for, required_for
+    from workflows.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from workflows.edits import EDIT_PATCH, EditDesk, ran_with
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
@@ -36,7 +37,9 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         request_id_for,
     )
+    from workflows.notify_plan import plan_for
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
+    from workflows.reminders import RequestTimers
     from workflows.status import StatusKeeper
     from workflows.tool_dispatch import run_pinned
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
@@ -44,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 PATCH_TOOL_CATALOG = "tool-catalog-activity"
+# Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
+APPROVERS_OUTRANK_LIFTS = "approvers-outrank-auto-approve"
 # An approved tool's activity writes the approval's resolution; before, an activity of its own did.
 CARRY_RESOLUTION_PATCH = "resolution-with-the-tool"
 
@@ -90,6 +95,9 @@ class ToolRunner:
         # Resolutions mirrored by their own activity, and those an approved tool's activity carries.
         self._written: set[str] = set()
         self._carried: set[str] = set()
+        # Edits are checked against the tools of the turn that asked; markers only outside validators.
+        enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
+        context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
 
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
@@ -157,6 +165,9 @@ class ToolRunner:
             auto_approve=self._ctx.auto_approve(),
             normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
+        text = main_argument_text(spec, arguments)
+        if verdict == "allow" and keeps_asking(self._ctx.policy, spec, arguments, text):
+            verdict = "ask" if workflow.patched(APPROVERS_OUTRANK_LIFTS) else verdict
         changed = spec.name in book.always_allow and not remembered
         return _Plan(call, spec, arguments, verdict, changed=changed)
 
@@ -171,18 +182,20 @@ class ToolRunner:
         if plan.record is not None:
             record = plan.record
             await workflow.wait_condition(lambda: record.resolution is not None)
-            if record.resolution not in ("allow", "always_allow"):
+            if record.resolution not in ("allow", "always_allow", "edit"):
                 self._record(plan.call, outcome_message(record))
                 return
         if self._ctx.is_closed():
             self._record(plan.call, "Not run: the conversation was closed first.")
             return
-        await self._execute(turn_id, plan.call, plan.spec, plan.arguments, plan.record)
+        arguments, note = ran_with(plan.record, plan.arguments)
+        await self._execute(turn_id, plan.call, plan.spec, arguments, note, plan.record)
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
         ctx, tool = self._ctx, plan.spec
         now = workflow.now()
+        approvers = approvers_for(ctx.policy, tool, plan.arguments)
         record = ApprovalRecord(
             request_id=request_id_for(ctx.conversation_id, plan.call.id),
             conversation_id=ctx.conversation_id,
@@ -198,9 +211,10 @@ class ToolRunner:
             tool_hash=tool.definition_hash(),
             tool_changed=plan.changed,
             annotations=tool.annotations,
-            approvers=approvers_for(ctx.policy, tool, plan.arguments),
+            approvers=approvers,
             required=required_for(ctx.policy, tool, plan.arguments),
             not_by=not_by_for(ctx.policy, tool, plan.arguments, ctx.started_by),
+            notify=plan_for(ctx.policy, tool, plan.arguments, approvers),
         )
         ctx.book.open(record)
         return record
@@ -219,14 +233,11 @@ class ToolRunner:
                 conversation=status.snapshot("awaiting_approval", book.pending(), events),
             )
         )
-        try:
-            await workflow.wait_condition(
-                lambda: record.resolution is not None,
-                timeout=max(record.expires_at - workflow.now(), timedelta(milliseconds=1)),
-                timeout_summary=f"approval {record.request_id} expires",
-            )
-        except TimeoutError:
-            book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds)
+        await RequestTimers(
+            record,
+            expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
+            changed=lambda what: calls.project_approval_changed(record, what),
+        ).wait()
         if record.request_id in self._carried:
             return  # the approved tool's own activity writes it (see _carry)
         self._written.add(record.request_id)
@@ -255,7 +266,13 @@ class ToolRunner:
         return self._resolution(record)
 
     async def _execute(
-        self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any], record: ApprovalRecord | None
+        self,
+        turn_id: str,
+        call: ToolCall,
+        spec: ToolDef,
+        arguments: dict[str, Any],
+        note: str | None = None,
+        record: ApprovalRecord | None = None,
     ) -> None:
         ctx = self._ctx
         resolved = self._carry(record)
@@ -282,7 +299,7 @@ class ToolRunner:
                     await calls.project(resolved)
         if result.kv is not None:
             ctx.set_kv(result.kv)
-        self._record(call, result.content)
+        self._record(call, result.content if note is None else f"{note}\n\n{result.content}")
 
     def _record(self, call: ToolCall, content: str) -> None:
         self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
