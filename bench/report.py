@@ -250,7 +250,15 @@ def render(results: dict[str, Any]) -> str:
             "",
         ]
     if "latency" in sc:
-        lines += _latency(sc["latency"], sc.get("langgraph"), results.get("baseline"))
+        baseline = results.get("baseline") or next(
+            (
+                r["baseline"]
+                for r in reversed(results.get("reruns", []))
+                if "latency" in r["scenarios"] and "baseline" in r
+            ),
+            None,
+        )
+        lines += _latency(sc["latency"], sc.get("langgraph"), baseline)
     if "latency_extstore" in sc:
         lines += _latency_extstore(sc["latency_extstore"])
     if "parked" in sc:
