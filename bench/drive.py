@@ -50,12 +50,16 @@ async def start_all(client: Client, settings: Settings, ids: list[str], concurre
 
 
 def _rows(db: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Rows of one read of the projection or ledger, on either backend (`?` placeholders)."""
+    """Rows of one read of the projection or ledger, on either backend (`?` placeholders); none
+    before a worker has created the tables."""
     if is_postgres(db):
         import psycopg
 
         with psycopg.connect(str(db), autocommit=True) as pg:
-            return [tuple(row) for row in pg.execute(sql.replace("?", "%s"), params).fetchall()]
+            try:
+                return [tuple(row) for row in pg.execute(sql.replace("?", "%s"), params).fetchall()]
+            except psycopg.errors.UndefinedTable:
+                return []
     conn = connect_reader(Path(db))
     try:
         return [tuple(row) for row in conn.execute(sql, params).fetchall()]
@@ -86,12 +90,12 @@ async def wait_until(check: Callable[[], bool], what: str, timeout: float, inter
 
 async def wait_pending(db: str | Path, count: int, timeout: float = 600.0) -> float:
     sql = "SELECT count(*) FROM ui_pending_approvals WHERE resolved_at IS NULL"
-    return await wait_until(lambda: scalar(db, sql) >= count, f"{count} pending approvals", timeout, 0.25)
+    return await wait_until(lambda: (scalar(db, sql) or 0) >= count, f"{count} pending approvals", timeout, 0.25)
 
 
 async def wait_idle(db: str | Path, count: int, timeout: float = 600.0, interval: float = 0.25) -> float:
     sql = "SELECT count(*) FROM ui_conversations WHERE turn_status = 'idle'"
-    return await wait_until(lambda: scalar(db, sql) >= count, f"{count} idle conversations", timeout, interval)
+    return await wait_until(lambda: (scalar(db, sql) or 0) >= count, f"{count} idle conversations", timeout, interval)
 
 
 async def approve(client: Client, settings: Settings, request_id: str, store: ProjectionStore | None = None) -> None:
