@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
-        ApprovalResolvedProjection,
         ChatMessage,
         ListToolsInput,
         PolicyRules,
@@ -34,12 +33,12 @@ with workflow.unsafe.imports_passed_through():
         ToolDef,
         ToolRequest,
         ToolResult,
-        TurnStatus,
         request_id_for,
     )
     from workflows.notify_plan import plan_for
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.reminders import RequestTimers
+    from workflows.resolutions import ResolutionMirror
     from workflows.status import StatusKeeper
     from workflows.tool_dispatch import run_pinned
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
@@ -49,8 +48,6 @@ with workflow.unsafe.imports_passed_through():
 PATCH_TOOL_CATALOG = "tool-catalog-activity"
 # Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
 APPROVERS_OUTRANK_LIFTS = "approvers-outrank-auto-approve"
-# An approved tool's activity writes the approval's resolution; before, an activity of its own did.
-CARRY_RESOLUTION_PATCH = "resolution-with-the-tool"
 
 
 @dataclass
@@ -92,9 +89,7 @@ class ToolRunner:
         self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
-        # Resolutions mirrored by their own activity, and those an approved tool's activity carries.
-        self._written: set[str] = set()
-        self._carried: set[str] = set()
+        self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
         enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
@@ -238,32 +233,7 @@ class ToolRunner:
             expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
             changed=lambda what: calls.project_approval_changed(record, what),
         ).wait()
-        if record.request_id in self._carried:
-            return  # the approved tool's own activity writes it (see _carry)
-        self._written.add(record.request_id)
-        await calls.project(self._resolution(record))
-
-    def _resolution(self, record: ApprovalRecord) -> ApprovalResolvedProjection:
-        ctx, status = self._ctx, self._ctx.status
-        pending = ctx.book.pending()
-        after: TurnStatus = "awaiting_approval" if pending else ("closed" if ctx.is_closed() else "running")
-        resolved_event = status.event(
-            "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
-        )
-        return ApprovalResolvedProjection(
-            approval=record, conversation=status.snapshot(after, pending, [resolved_event])
-        )
-
-    def _carry(self, record: ApprovalRecord | None) -> ApprovalResolvedProjection | None:
-        """An approved call whose tool starts now carries its resolution into the tool's activity,
-        which writes it right before the tool runs: one activity (and one workflow task) fewer per
-        approval. Not when another tool holds the lock (the resolution would wait for it)."""
-        if record is None or record.request_id in self._written or self._lock.locked():
-            return None
-        if not workflow.patched(CARRY_RESOLUTION_PATCH):
-            return None
-        self._carried.add(record.request_id)
-        return self._resolution(record)
+        await self._resolutions.mirror(record)
 
     async def _execute(
         self,
@@ -275,7 +245,7 @@ class ToolRunner:
         record: ApprovalRecord | None = None,
     ) -> None:
         ctx = self._ctx
-        resolved = self._carry(record)
+        resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
             turn_id=turn_id,
