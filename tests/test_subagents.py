@@ -222,3 +222,22 @@ async def test_a_child_id_already_taken_gives_the_parent_an_error_result(
 
     [result] = tool_messages(state)
     assert result.startswith(f"Error: the subagent {taken} could not start"), result
+
+
+async def test_an_asked_delegation_shows_its_decision_while_the_child_works(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
+) -> None:
+    settings = replace(settings, policy_file=write_policy(tmp_path, 'ask = ["delegate", "write_file"]\n'))
+    model.behaviour = delegation(TASK, ("w1", "write_file", {"path": "report.txt", "content": "ok"}))
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "please delegate the report"))
+        child = histories.track(child_conversation_id(cid, "d1"))
+        [asked] = await wait_pending(settings.approvals_db, cid, 1)
+        assert asked["tool_name"] == "delegate"
+        await send_decision(client, settings, DecisionInput(request_id=asked["request_id"], decision="allow"))
+        [row] = await wait_pending(settings.approvals_db, child, 1)
+        await eventually(lambda: _resolved_as(settings, asked["request_id"], "allow"))
+        await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
+        state = await wait_status(client, cid, "idle")
+
+    assert tool_messages(state) == ["results: Wrote 2 bytes to report.txt"]

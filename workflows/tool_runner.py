@@ -253,6 +253,10 @@ class ToolRunner:
         record: ApprovalRecord | None = None,
     ) -> None:
         ctx = self._ctx
+        if spec.source == "subagent" and ctx.delegate is not None:  # a child conversation, no activity
+            content = (await ctx.delegate(call, arguments)).content
+            self._record(call, content if note is None else f"{note}\n\n{content}")
+            return
         resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
@@ -267,9 +271,6 @@ class ToolRunner:
             resolved=resolved,
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
-        if spec.source == "subagent" and ctx.delegate is not None:
-            self._record(call, (await ctx.delegate(call, arguments)).content)
-            return
         async with self._lock:
             try:
                 result = await run_pinned(request, spec.source, summary, await ctx.tool_queue())
