@@ -73,7 +73,7 @@ async def test_the_reply_is_the_streamed_text_in_few_events(model: ScriptedModel
 
 
 async def test_tool_call_deltas_assemble(model: ScriptedModel, store: ProjectionStore) -> None:
-    arguments = {"path": "notes.txt", "content": "x" * 100 + " \u00e9\u4e2d \"quoted\""}
+    arguments = {"path": "notes.txt", "content": "x" * 100 + ' \u00e9\u4e2d "quoted"'}
     model.behaviour = lambda messages: tool_reply(
         ("call_a", "write_file", arguments), ("call_b", "run_shell", {"command": "echo hi"}), text="Doing both."
     )
