@@ -1,0 +1,105 @@
+"""The reply streams into the open conversation in real Chromium, and a retried call starts over."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.async_api import Page, expect
+from temporalio.client import Client
+
+from demo_model.server import text_reply
+from settings import Settings
+from tests.conftest import HistoryRecorder
+from tests.scripts import ScriptedModel
+from tests.test_ui_browser import Inbox, browser, inbox, screenshot
+
+__all__ = ["browser", "inbox"]  # fixtures, shared with the inbox's own browser tests
+
+# Numbered words, so the pieces of two attempts run together could never read as one prefix.
+REPLY = "".join(f"w{n} <b>bold?</b> " for n in range(40))
+
+# Every text the streaming item shows, with its attempt, recorded in the page as it changes.
+RECORD = """
+window.__streamed = [];
+new MutationObserver(() => {
+  const item = document.querySelector('li[data-streaming]');
+  const text = item && item.querySelector('.stream-text');
+  if (text) window.__streamed.push([item.dataset.attempt, text.textContent,
+                                    Boolean(item.querySelector('.stream-restarted'))]);
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+
+
+async def start_from_the_page(page: Page, text: str, histories: HistoryRecorder) -> str:
+    await page.fill("#start-message", text)
+    await page.click("#start-button")
+    await page.wait_for_url(re.compile(r"#/conversations/.+"))
+    return histories.track(page.url.split("#/conversations/")[1])
+
+
+async def recorded_reply(page: Page, client: Client, cid: str) -> str:
+    await expect(page.locator("#conversation-status")).to_have_text("idle")
+    state = await client.get_workflow_handle(cid).query("get_state")
+    final: str = state["messages"][-1]["content"]
+    await expect(page.locator(".message-assistant .message-text").last).to_have_text(final)
+    await expect(page.locator("li[data-streaming]")).to_have_count(0)
+    assert await page.locator("#transcript b").count() == 0, "streamed markup is text, never HTML"
+    return final
+
+
+async def test_the_reply_grows_in_place_and_the_transcript_keeps_the_recorded_message(
+    inbox: Inbox, model: ScriptedModel, client: Client, settings: Settings, histories: HistoryRecorder
+) -> None:
+    assert model.server is not None
+    model.server.chunk_delay = 0.05  # about 4 seconds for the whole reply
+    model.behaviour = lambda messages: text_reply(REPLY)
+    page = await inbox.open()
+    await page.add_init_script(RECORD)
+    await page.evaluate(RECORD)
+    cid = await start_from_the_page(page, "stream me a reply", histories)
+
+    item = await page.wait_for_selector("li[data-streaming] .stream-text")
+    assert item is not None
+    first = await item.text_content() or ""
+    await page.wait_for_function(
+        "n => { const t = document.querySelector('li[data-streaming] .stream-text');"
+        " return t && t.textContent.length > n; }",
+        arg=len(first),
+    )
+    await screenshot(page, "conversation-streaming.png")
+    assert await recorded_reply(page, client, cid) == REPLY
+    seen: list[list[Any]] = await page.evaluate("window.__streamed")
+    texts = [text for _, text, _ in seen]
+    assert len(set(texts)) > 3, "the text grew in several steps"
+    assert all(REPLY.startswith(text) for text in texts) and texts[-1] == REPLY
+    assert {attempt for attempt, _, _ in seen} == {"1"} and not any(restarted for _, _, restarted in seen)
+    assert len(model.reply_requests) == 1
+    assert inbox.problems == []
+
+
+async def test_a_stream_cut_off_mid_reply_restarts_visibly_and_never_mixes_attempts(
+    inbox: Inbox, model: ScriptedModel, client: Client, settings: Settings, histories: HistoryRecorder
+) -> None:
+    assert model.server is not None
+    model.server.chunk_delay = 0.05
+    model.server.cut_streams = 1  # the model server drops the first reply halfway
+    model.behaviour = lambda messages: text_reply(REPLY)
+    page = await inbox.open()
+    await page.add_init_script(RECORD)
+    await page.evaluate(RECORD)
+    cid = await start_from_the_page(page, "stream me a reply, twice", histories)
+
+    marker = page.locator("li[data-streaming] .stream-restarted")
+    await expect(marker).to_contain_text("attempt 2")
+    await screenshot(page, "conversation-stream-restarted.png")
+    assert await recorded_reply(page, client, cid) == REPLY
+    seen: list[list[Any]] = await page.evaluate("window.__streamed")
+    first = [text for attempt, text, _ in seen if attempt == "1"]
+    second = [(text, restarted) for attempt, text, restarted in seen if attempt == "2"]
+    assert first and second, "both attempts streamed"
+    assert all(REPLY.startswith(text) for text in first) and first[-1] != REPLY
+    assert all(REPLY.startswith(text) and restarted for text, restarted in second)
+    assert second[-1][0] == REPLY
+    assert len(model.reply_requests) == 2
+    assert inbox.problems == []
