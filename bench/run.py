@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import report, sc_history, sc_inbox, sc_langgraph, sc_latency, sc_mcp, sc_parked, sc_recovery
+from bench import report, sc_history, sc_inbox, sc_langgraph, sc_latency, sc_mcp, sc_parked, sc_recovery, sc_stream
 from bench.devserver import bench_server
 from bench.harness import Bench, payload_dir, say
 from bench.machine import describe_machine
@@ -39,6 +39,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "inbox": (100_000, 10_000),
     "langgraph": (200, 30),
     "mcp": (100, 20),
+    "stream": (20, 5),
 }
 
 SETTINGS = [
@@ -83,6 +84,7 @@ SCENARIOS: dict[str, Scenario] = {
     "inbox": sc_inbox.run,
     "langgraph": sc_langgraph.run,
     "mcp": sc_mcp.run,
+    "stream": sc_stream.run,
 }
 
 
