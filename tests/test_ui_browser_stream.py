@@ -1,18 +1,23 @@
-"""The reply streams into the open conversation in real Chromium, and a retried call starts over."""
+"""The reply streams into the open conversation in real Chromium; a retried call (the model server
+cut off mid-reply, or the worker SIGKILLed mid-stream) starts over visibly, never mixing attempts."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from demo_model.server import text_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
+from tests.processes import WorkerProcess, process_env
 from tests.scripts import ScriptedModel
 from tests.test_ui_browser import Inbox, browser, inbox, screenshot
+from tests.ui_fixtures import served_app
 
 __all__ = ["browser", "inbox"]  # fixtures, shared with the inbox's own browser tests
 
@@ -103,3 +108,47 @@ async def test_a_stream_cut_off_mid_reply_restarts_visibly_and_never_mixes_attem
     assert second[-1][0] == REPLY
     assert len(model.reply_requests) == 2
     assert inbox.problems == []
+
+
+async def test_a_worker_killed_mid_stream_restarts_the_reply_visibly(
+    browser: Browser,
+    env: WorkflowEnvironment,
+    model: ScriptedModel,
+    client: Client,
+    settings: Settings,
+    histories: HistoryRecorder,
+    tmp_path: Path,
+) -> None:
+    assert model.server is not None
+    model.server.chunk_delay = 0.05  # about 12 seconds per reply: the kill lands mid-stream
+    model.behaviour = lambda messages: text_reply(REPLY * 3)
+    address = env.client.service_client.config.target_host
+    workers = [WorkerProcess(process_env(settings, address), tmp_path / "worker-1.log").start().wait_ready()]
+    served = served_app(settings, address)
+    context = await browser.new_context()
+    try:
+        inbox = Inbox(served, context, [])
+        page = await inbox.open()
+        await page.add_init_script(RECORD)
+        await page.evaluate(RECORD)
+        cid = await start_from_the_page(page, "stream while the worker dies", histories)
+        await page.wait_for_function(
+            "() => { const t = document.querySelector('li[data-streaming] .stream-text');"
+            " return t && t.textContent.length > 40; }"
+        )
+        workers[0].kill()
+        workers.append(WorkerProcess(process_env(settings, address), tmp_path / "worker-2.log").start().wait_ready())
+
+        await expect(page.locator("li[data-streaming] .stream-restarted")).to_contain_text("attempt 2")
+        assert await recorded_reply(page, client, cid) == REPLY * 3
+        seen: list[list[Any]] = await page.evaluate("window.__streamed")
+        assert all((REPLY * 3).startswith(text) for _, text, _ in seen), "no text mixes two attempts"
+        assert {attempt for attempt, _, _ in seen} == {"1", "2"}
+        assert all(restarted for attempt, _, restarted in seen if attempt == "2")
+        assert len(model.reply_requests) == 2
+        assert inbox.problems == []
+    finally:
+        await context.close()
+        served.stop()
+        for worker in workers:
+            worker.kill()
