@@ -54,6 +54,7 @@ async def _mode(bench: Bench, model: ScriptedModelServer, asked: dict[str, float
     seen: dict[tuple[str, str], float] = {}
     reader = asyncio.create_task(_follow(store, seen))
     first, whole, history, deltas = [], [], [], []
+    recorded = 0
     try:
         for n in range(count):
             cid = f"{name.replace('_', '-')}-{n}"
@@ -70,8 +71,8 @@ async def _mode(bench: Bench, model: ScriptedModelServer, asked: dict[str, float
             deltas.append(sum(1 for e in events if e["event_type"] == "message.delta"))
             history.append(len((await bench.client.get_workflow_handle(cid).fetch_history()).events))
             state = await bench.client.get_workflow_handle(cid).query("get_state")
-            replies = [m["content"] for m in state["messages"] if m["role"] == "assistant"]
-            bench.check(f"stream: {cid} recorded the whole reply once", True, replies == [REPLY])
+            recorded += [m["content"] for m in state["messages"] if m["role"] == "assistant"] == [REPLY]
+        bench.check(f"stream: {name}: each conversation recorded the whole reply once", count, recorded)
     finally:
         reader.cancel()
         bench.stop_workers()

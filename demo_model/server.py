@@ -1,7 +1,8 @@
 """An OpenAI-compatible Chat Completions endpoint driven by a script, served over real HTTP.
 
 The scripted demo model and the tests' fake models both run on this, so the real openai client
-code path (HTTP, JSON, tool calls) runs everywhere. It counts every request it answers.
+code path (HTTP, JSON, tool calls) runs everywhere. It counts every request it answers. A request
+with `stream: true` is answered as Server-Sent Events in the chunk format (demo_model/streaming.py).
 """
 
 from __future__ import annotations
