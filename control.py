@@ -7,8 +7,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from projection.claims import DecisionRefused
@@ -16,17 +17,21 @@ from projection.store import ProjectionStore
 from settings import Settings
 from workflows.ids import check_conversation_id
 from workflows.models import (
+    ERROR_UNKNOWN_APPROVAL,
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
     SIGNAL_CLOSE,
     SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
+    UPDATE_EXTEND,
     WORKFLOW_TYPE,
     AutoApproveInput,
     CloseInput,
     ConversationInput,
     ConversationState,
     DecisionInput,
+    ExtensionInput,
+    ExtensionResult,
     MessageInput,
 )
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
@@ -97,6 +102,10 @@ async def send_decision(
             return await send_decision(client, settings, decision, store)
         finally:
             await store.close()
+    if decision.decision == "edit":
+        from edit_control import send_edit
+
+        return await send_edit(client, decision, store)
     try:
         claimed = await store.claim_decision(decision)
     except DecisionRefused as refused:
@@ -144,6 +153,24 @@ async def send_batch(
         else:
             results.append(BatchResult(decision.request_id, conversation_id))
     return results
+
+
+async def extend_approval(client: Client, extension: ExtensionInput, store: ProjectionStore) -> ExtensionResult:
+    """Move a pending request's deadline by update: the workflow checks the approver rules and answers
+    at once (it needs a running worker). A refusal raises DecisionRefused with the workflow's reason."""
+    row = await store.approval(extension.request_id)
+    if row is None:
+        raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {extension.request_id}")
+    handle = client.get_workflow_handle(row["conversation_id"])
+    try:
+        return await handle.execute_update(
+            UPDATE_EXTEND, extension, result_type=ExtensionResult, rpc_timeout=QUERY_TIMEOUT
+        )
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            raise DecisionRefused(cause.type or "Refused", cause.message) from None
+        raise
 
 
 async def get_state(client: Client, conversation_id: str, timeout: timedelta = QUERY_TIMEOUT) -> ConversationState:

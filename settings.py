@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from activities.channels import NotifyConfig
     from activities.sandbox import SandboxPolicy
     from activities.tool_config import ToolsConfig
+    from ui.proxy_identity import ProxyIdentity
     from workflows.models import PolicyRules
 
 SANDBOX_CHOICES = ("auto", "bwrap", "unshare", "off")
@@ -158,6 +160,12 @@ class Settings:
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))
     ui_token: str | None = field(default_factory=lambda: os.environ.get("UI_TOKEN") or None)
+    # Identity from a reverse proxy: off unless TRUSTED_PROXIES names its addresses (ui/proxy_identity.py).
+    trusted_proxies: str | None = field(default_factory=lambda: os.environ.get("TRUSTED_PROXIES") or None)
+    proxy_user_header: str = field(default_factory=lambda: os.environ.get("PROXY_USER_HEADER") or "X-Forwarded-User")
+    proxy_groups_header: str = field(
+        default_factory=lambda: os.environ.get("PROXY_GROUPS_HEADER") or "X-Forwarded-Groups"
+    )
     workflow_cache_size: int = field(default_factory=lambda: _count_env("WORKFLOW_CACHE_SIZE", 1000))
     context_budget_tokens: int = field(default_factory=_context_budget)
     failure_watch_interval: float = field(default_factory=lambda: _float_env("FAILURE_WATCH_INTERVAL", 5.0))
@@ -166,6 +174,18 @@ class Settings:
     payload_store: str | None = field(default_factory=lambda: os.environ.get("PAYLOAD_STORE") or None)
     payload_store_threshold: int = field(default_factory=lambda: _count_env("PAYLOAD_STORE_THRESHOLD", 64 * 1024))
     s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
+    # Where links in notifications point; default: the UI's own address.
+    ui_public_url: str | None = field(default_factory=lambda: os.environ.get("UI_PUBLIC_URL") or None)
+
+    def proxy_identity(self) -> ProxyIdentity:
+        """Who the trusted proxy may name, and in which headers; ConfigError for a bad address."""
+        from ui.proxy_identity import ProxyIdentity, parse_proxies
+
+        try:
+            proxies = parse_proxies(self.trusted_proxies)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        return ProxyIdentity(proxies, self.proxy_user_header, self.proxy_groups_header)
 
     @property
     def host_task_queue(self) -> str:
@@ -253,6 +273,34 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {path} does not exist") from None
         except (tomllib.TOMLDecodeError, ValidationError) as err:
             raise ConfigError(f"POLICY_FILE {path} has invalid tool settings: {err}") from None
+
+    def load_notify(self) -> NotifyConfig:
+        """The notification channels and the Slack settings of the same file; none without one.
+        Every channel an approver rule names must be defined."""
+        from pydantic import ValidationError
+
+        from activities.channels import NotifyConfig
+
+        data = self._policy_table()
+        try:
+            config = NotifyConfig.model_validate(
+                {key: data[key] for key in ("channels", "slack", "notifications") if key in data}
+            )
+        except ValidationError as err:
+            raise ConfigError(f"POLICY_FILE {self.policy_file} has invalid notification settings: {err}") from None
+        named = {n for rule in self.load_policy().approvers for n in [*rule.notify, *rule.escalate_to]}
+        unknown = sorted(n for n in named if not n.startswith("group:") and n not in config.channels)
+        if unknown:
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: approver rules name unknown channels {unknown}")
+        return config
+
+    @property
+    def link_base(self) -> str:
+        """The UI address notifications link to: UI_PUBLIC_URL, the file's link_base, or the UI's own."""
+        if self.ui_public_url:
+            return self.ui_public_url
+        configured = self.load_notify().notifications.link_base
+        return configured or f"http://{self.ui_host}:{self.ui_port}"
 
     @property
     def ledger_db(self) -> str | Path:

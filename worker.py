@@ -19,6 +19,7 @@ from temporalio.worker import Worker
 from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
+from activities.notify import NotifyActivities
 from activities.projection import ProjectionActivities
 from activities.sandbox import describe as describe_sandbox
 from activities.tool_sources import ToolSources
@@ -84,6 +85,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     tools = ToolActivities(settings.workspace_dir, ledger, projection, sources, sandbox)
     writes = ProjectionActivities(projection)
     hosts = HostActivities(settings.host_task_queue)
+    notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
     runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
@@ -102,6 +104,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             writes.project_approval_requested,
             writes.project_approval_resolved,
             writes.project_compaction,
+            writes.project_approval_changed,
+            notify.notify_approval,
         ],
         **worker_options,
     )

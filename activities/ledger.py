@@ -78,6 +78,15 @@ class Ledger:
             )
         )
 
+    async def release(self, request_id: str) -> None:
+        """Forget an attempt known not to have taken effect (a refused connection), so the next one runs."""
+        await self._backend.run(
+            lambda tx: tx.execute(
+                "DELETE FROM tool_executions WHERE request_id = ? AND state IN ('claimed', 'started', 'unknown')",
+                (request_id,),
+            )
+        )
+
     async def state_of(self, request_id: str) -> str | None:
         row = await self._backend.run(
             lambda tx: tx.fetchone("SELECT state FROM tool_executions WHERE request_id = ?", (request_id,)),

@@ -6,12 +6,14 @@ from temporalio import activity
 
 from projection.store import ProjectionStore
 from workflows.activity_calls import (
+    PROJECT_APPROVAL_CHANGED,
     PROJECT_APPROVAL_REQUESTED,
     PROJECT_APPROVAL_RESOLVED,
     PROJECT_COMPACTION,
     PROJECT_CONVERSATION,
 )
 from workflows.models import (
+    ApprovalRecord,
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
     CompactionProjection,
@@ -34,6 +36,10 @@ class ProjectionActivities:
     @activity.defn(name=PROJECT_APPROVAL_RESOLVED)
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self._store.project_approval_resolved(payload)
+
+    @activity.defn(name=PROJECT_APPROVAL_CHANGED)
+    async def project_approval_changed(self, record: ApprovalRecord) -> None:
+        await self._store.project_approval_changed(record)
 
     @activity.defn(name=PROJECT_COMPACTION)
     async def project_compaction(self, payload: CompactionProjection) -> None:

@@ -246,6 +246,15 @@ def _stream(s: dict[str, Any]) -> list[str]:
         "",
     ]
     return [*out, *_table(head, rows), *tail]
+def _edit(s: dict[str, Any]) -> list[str]:
+    how = "Alternating, one worker, same run: a signal, or the `decide` update."
+    out = ["## An edit beside a plain approval", "", how, ""]
+    rows = [
+        [label, *(s[key][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))]
+        for label, key in (("allow (claim + signal)", "plain"), ("edit (claim + update, checked)", "edited"))
+    ]
+    rows.append(["**ratio edit / allow, p50**", f"**{s['ratio_p50']}x**", "", "", ""])
+    return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
 
 
 def render(results: dict[str, Any]) -> str:
@@ -285,6 +294,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _mcp(sc["mcp"])
     if "stream" in sc:
         lines += _stream(sc["stream"])
+    if "edit" in sc:
+        lines += _edit(sc["edit"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

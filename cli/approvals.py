@@ -54,11 +54,14 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
     )
     for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
         print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
-    note("Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT")
+    note(
+        "Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT"
+        " | edit REQUEST --set NAME=VALUE"
+    )
     return EXIT_OK
 
 
-def _refusal(row: dict[str, Any] | None, request_id: str, conversation_id: str | None) -> str | None:
+def refusal_of(row: dict[str, Any] | None, request_id: str, conversation_id: str | None) -> str | None:
     """Why this decision must not be sent, judged from the projection; None when it may go."""
     if row is None:
         return f"no approval request {request_id}"
@@ -80,7 +83,7 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
         raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
     store = session.store()
     rows = {request_id: await store.approval(request_id) for request_id in ids}
-    refusals = {rid: why for rid in ids if (why := _refusal(rows[rid], rid, args.conversation)) is not None}
+    refusals = {rid: why for rid in ids if (why := refusal_of(rows[rid], rid, args.conversation)) is not None}
     if len(ids) == 1 and refusals:
         raise refused(refusals[ids[0]])
     if len(ids) > 1:

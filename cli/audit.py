@@ -33,7 +33,7 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
                     tool_call_text(row["tool_name"], row["arguments"]),
                     row["decided_args_hash"] or row["args_hash"],
                     row["decision"] or "waiting",
-                    shown(row["decided_by"] or "-"),
+                    shown(_who(row)),
                     row["decided_via"] or "-",
                     short_time(row["resolved_at"]),
                     row["outcome"],
@@ -43,3 +43,11 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
         )
     )
     return EXIT_OK
+
+
+def _who(row: dict) -> str:
+    """Who decided, with the groups their door verified."""
+    if not row["decided_by"]:
+        return "-"
+    groups = row.get("decided_groups") or []
+    return f"{row['decided_by']} ({', '.join(groups)})" if groups else str(row["decided_by"])

@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pending": ("cli.approvals", "pending"),
     "approve": ("cli.approvals", "decide"),
     "deny": ("cli.approvals", "decide"),
+    "edit": ("cli.edit", "edit"),
+    "extend": ("cli.deadlines", "extend"),
     "audit": ("cli.audit", "audit"),
     "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),

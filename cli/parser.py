@@ -49,6 +49,23 @@ def seconds(value: str) -> float:
     return number
 
 
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_EXTENSION_SECONDS = 30 * 86400.0
+
+
+def duration(value: str) -> float:
+    """An extension: seconds, or a number with s, m, h or d; above zero and at most 30 days."""
+    unit = DURATION_UNITS.get(value[-1:].lower(), 0)
+    number = value[:-1] if unit else value
+    try:
+        amount = float(number) * (unit or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a duration (3600, 30m, 12h, 7d)") from None
+    if not math.isfinite(amount) or not 0 < amount <= MAX_EXTENSION_SECONDS:
+        raise argparse.ArgumentTypeError(f"{value} must be above 0 and at most 30 days")
+    return amount
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="starter.py", description="Durable tool approvals for AI agents, on Temporal.")
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -95,6 +112,21 @@ def build_parser() -> OneLineParser:
             type=text,
             help="refuse as stale unless the call's arguments still have this hash (shown by `pending`)",
         )
+
+    edit = verbs.add_parser("edit", help="approve a pending tool call with arguments you changed")
+    edit.add_argument("request_id", metavar="REQUEST_ID", type=text)
+    edit.add_argument("--set", dest="changes", metavar="NAME=VALUE", action="append", help="change one argument")
+    edit.add_argument("--args", dest="arguments", metavar="JSON", help="the whole new arguments object")
+    edit.add_argument("--reason", help="why; the model reads it with the result")
+    edit.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)")
+    edit.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
+    edit.add_argument("--args-hash", type=text, help="refuse as stale unless the shown arguments still have this hash")
+
+    extend = verbs.add_parser("extend", help="give a waiting request more time (who may decide it may extend it)")
+    extend.add_argument("request_id", metavar="REQUEST_ID", type=text)
+    extend.add_argument("--by", type=duration, required=True, help="how much longer: seconds, or 30m, 12h, 7d")
+    extend.add_argument("--reason", help="why; recorded with the extension")
+    extend.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who extends (default: your login)")
 
     audit = verbs.add_parser("audit", help="every approval request and decision: who, via which door, outcome")
     audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")

@@ -21,9 +21,9 @@ async def write_decision_facts(tx: Tx, record: ApprovalRecord) -> None:
     if record.resolution is None:
         return
     await tx.execute(
-        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash) VALUES (?, ?, ?)"
-        " ON CONFLICT DO NOTHING",
-        (record.request_id, record.decided_via, record.decided_args_hash),
+        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash, decided_groups_json)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (record.request_id, record.decided_via, record.decided_args_hash, json.dumps(record.decided_groups)),
     )
 
 
@@ -35,7 +35,7 @@ _OUTCOMES = {"done": "ran", "failed": "failed", "unknown": "unknown", "running":
 def outcome(decision: str | None, execution_state: str | None) -> str:
     if decision is None:
         return "waiting"
-    if decision not in ("allow", "always_allow"):
+    if decision not in ("allow", "always_allow", "edit"):
         return "not run"
     if execution_state is None:
         return "not recorded"
@@ -46,7 +46,8 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     """Every request since an ISO time (all when None), oldest first."""
     sql = (
         "SELECT a.request_id, a.conversation_id, a.tool_name, a.permission_type, a.details_json, a.created_at,"
-        " a.resolved_at, a.decision, a.decided_by, a.reason, a.execution_state, f.decided_via, f.decided_args_hash"
+        " a.resolved_at, a.decision, a.decided_by, a.reason, a.execution_state, f.decided_via, f.decided_args_hash,"
+        " a.edited_arguments_json, f.decided_groups_json"
         " FROM ui_pending_approvals a LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
     )
     params: list[Any] = []
@@ -59,6 +60,9 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
         arguments = json.loads(item.pop("details_json")).get("arguments", {})
         item["arguments"] = arguments
         item["args_hash"] = arguments_hash(arguments)
+        edited = item.pop("edited_arguments_json")
+        item["edited_arguments"] = json.loads(edited) if edited else None  # what an edit ran instead
+        item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")
         item["outcome"] = outcome(item["decision"], item["execution_state"])
         rows.append(item)
     return rows

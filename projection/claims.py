@@ -17,6 +17,7 @@ from projection.writes import now_iso
 from workflows.approvers import approver_refusal, may_decide
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_INVALID_EDIT,
     ERROR_NOT_AN_APPROVER,
     ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
@@ -66,6 +67,9 @@ async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     if not may_decide(approvers, decision.principal, decision.groups, not_by):
         why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups, not_by)
         raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
+    edit = _edit_refusal(decision, details)
+    if edit is not None:
+        raise DecisionRefused(ERROR_INVALID_EDIT, edit)
     if await _one_of_several(tx, decision, details.get("required", 1)):
         return ClaimedDecision(conversation_id, decision)
     # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
@@ -124,6 +128,21 @@ async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> boo
         "SELECT COUNT(*) AS approvals FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,)
     )
     return count is not None and int(count["approvals"]) < required
+
+
+def _edit_refusal(decision: DecisionInput, details: dict) -> str | None:
+    """What the projection can tell of an edit at once; the workflow checks the rest."""
+    rid = decision.request_id
+    if decision.decision != "edit":
+        return None if decision.arguments is None else f"arguments go with an edit only, not {decision.decision}"
+    if decision.arguments is None:
+        return f"an edit of {rid} must carry the new arguments"
+    if decision.arguments == details.get("arguments"):
+        return f"the edited arguments of {rid} are the call's own: approve it instead"
+    required = details.get("required", 1)
+    if required > 1:
+        return f"{rid} needs {required} approvers; an edit is one person's decision, so approve or deny it as it is"
+    return None
 
 
 def _stale_hash(decision: DecisionInput, arguments: object) -> str | None:

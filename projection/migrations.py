@@ -90,6 +90,36 @@ def _projection_v5(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v6(dialect: Dialect) -> list[str]:
+    """Edit before approving: the arguments an edit decision changed a call to (the original ones
+    stay in details_json), so the projection keeps both; and the groups the deciders held."""
+    return [
+        _add_column("ui_pending_approvals", "edited_arguments_json", "TEXT"),
+        _add_column("ui_decision_facts", "decided_groups_json", "TEXT"),
+    ]
+
+
+_ADD_COLUMN = "ADD COLUMN IF MISSING"
+
+
+def _add_column(table: str, column: str, kind: str) -> str:
+    """A new column, added once: like `IF NOT EXISTS`, a step that runs again on a database that
+    has it already (one adopted with its versions unrecorded) changes nothing. SQLite has no
+    `ADD COLUMN IF NOT EXISTS`, so `migrate` looks first."""
+    return f"{_ADD_COLUMN} {table} {column} {kind}"
+
+
+async def _run_statement(tx: Tx, statement: str) -> None:
+    if not statement.startswith(_ADD_COLUMN):
+        await tx.execute(statement)
+        return
+    table, column, kind = statement.removeprefix(_ADD_COLUMN).split()
+    if tx.dialect == "postgresql":
+        await tx.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+    elif not await tx.fetchone("SELECT 1 AS found FROM pragma_table_info(?) WHERE name = ?", (table, column)):
+        await tx.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -99,7 +129,7 @@ def _ledger_v1(dialect: Dialect) -> list[str]:
 
 
 MIGRATIONS = {
-    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4, _projection_v5],
+    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4, _projection_v5, _projection_v6],
     "ledger": [_ledger_v1],
 }
 
@@ -117,7 +147,7 @@ async def migrate(tx: Tx, component: Component, now: str) -> int:
         if number <= current:
             continue
         for statement in step(tx.dialect):
-            await tx.execute(statement)
+            await _run_statement(tx, statement)
         await tx.execute(
             "INSERT INTO schema_version (component, version, applied_at) VALUES (?, ?, ?)", (component, number, now)
         )

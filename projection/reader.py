@@ -108,9 +108,9 @@ async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
 
 _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_id, a.tool_name, a.permission_type,
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
-    a.kv_snapshot_json, a.execution_state,
+    a.kv_snapshot_json, a.execution_state, a.edited_arguments_json,
     c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
-    f.decided_via, f.decided_args_hash"""
+    f.decided_via, f.decided_args_hash, f.decided_groups_json"""
 # The claim a decider made, and the facts of the recorded decision (door, arguments hash).
 _APPROVALS = f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a LEFT JOIN ui_decision_claims c"
 _APPROVALS += " ON c.request_id = a.request_id LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
@@ -127,10 +127,14 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item["arguments"] = details.get("arguments", {})
     # What a decision on this row binds to: a decider sends it back, and other arguments are refused.
     item["args_hash"] = arguments_hash(item["arguments"])
+    edited = item.pop("edited_arguments_json")
+    item["edited_arguments"] = json.loads(edited) if edited else None  # an edit's arguments (they ran)
+    item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")  # as the doors verified them
     item["outcome"] = outcome(item["decision"], item["execution_state"])
     item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
     item["required"] = details.get("required", 1)  # distinct approvals it needs
     item["not_by"] = details.get("not_by")  # the starter, where a rule forbids approving one's own calls
+    item["extensions"] = details.get("extensions", [])  # deadline extensions: by, at, seconds, expires_at, reason
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")

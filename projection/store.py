@@ -17,6 +17,7 @@ from projection.claims import ClaimedDecision
 from projection.reader import ApprovalFilter, Page
 from projection.users import Principal
 from workflows.models import (
+    ApprovalRecord,
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
     CompactionProjection,
@@ -43,6 +44,9 @@ class ProjectionStore:
 
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
+
+    async def project_approval_changed(self, record: ApprovalRecord) -> None:
+        await self.backend.run(lambda tx: writes.write_approval_changed(tx, record))
 
     async def project_compaction(self, payload: CompactionProjection) -> None:
         await self.backend.run(lambda tx: writes.write_compaction(tx, payload))

@@ -65,6 +65,8 @@ def _details(record: ApprovalRecord) -> str:
         details["required"] = record.required
     if record.not_by is not None:
         details["not_by"] = record.not_by
+    if record.extensions:
+        details["extensions"] = [extension.model_dump(mode="json") for extension in record.extensions]
     return json.dumps(details, sort_keys=True)
 
 
@@ -93,6 +95,14 @@ async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection)
     return added > 0
 
 
+async def write_approval_changed(tx: Tx, rec: ApprovalRecord) -> None:
+    """A pending request's new deadline (an extension) or approvers (an escalation)."""
+    await tx.execute(
+        "UPDATE ui_pending_approvals SET expires_at = ?, details_json = ? WHERE request_id = ? AND resolved_at IS NULL",
+        (_iso(rec.expires_at), _details(rec), rec.request_id),
+    )
+
+
 async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -> None:
     rec = payload.approval
     # A lost or rebuilt file may lack the pending row: write it whole, then resolve it.
@@ -100,9 +110,18 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
         tx, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
     )
     await tx.execute(
-        """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?
+        """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?,
+             edited_arguments_json = ?
            WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
-        (rec.resolution, rec.decided_by, rec.reason, _iso(rec.resolved_at), rec.request_id, rec.conversation_id),
+        (
+            rec.resolution,
+            rec.decided_by,
+            rec.reason,
+            _iso(rec.resolved_at),
+            None if rec.edited_arguments is None else json.dumps(rec.edited_arguments, sort_keys=True),
+            rec.request_id,
+            rec.conversation_id,
+        ),
     )
     await write_decision_facts(tx, rec)
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from temporalio.client import Client
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -51,6 +53,24 @@ async def env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
         data_converter=data_converter(Settings(payload_store=str(payload_dir))),
         dev_server_log_level="error",
     ) as environment:
+        yield environment
+
+
+@pytest_asyncio.fixture
+async def skipping_env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
+    async with await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=binary("temporal-test-server"),
+        data_converter=data_converter(Settings(payload_store=str(payload_dir))),
+    ) as environment:
+        await environment.client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=environment.client.namespace,
+                search_attributes={
+                    TURN_STATUS_KEY.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+                    PENDING_APPROVALS_KEY.name: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+                },
+            )
+        )
         yield environment
 
 
@@ -112,12 +132,15 @@ class HistoryRecorder:
 async def histories(client: Client, request: pytest.FixtureRequest) -> AsyncIterator[HistoryRecorder]:
     recorder = HistoryRecorder()
     yield recorder
-    HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter)
     for conversation_id in recorder.ids:
         async for history in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
             handle = client.get_workflow_handle(history.id, run_id=history.run_id)
-            fetched = await handle.fetch_history()
-            name = f"{request.node.name}-{history.id}-{history.run_id}.json".replace("/", "_")
-            (HISTORY_DIR / name).write_text(json.dumps(fetched.to_json_dict()))
-            await replayer.replay_workflow(fetched)
+            name = f"{request.node.name}-{history.id}-{history.run_id}"
+            await save_and_replay(client, await handle.fetch_history(), name)
+
+
+async def save_and_replay(client: Client, history: WorkflowHistory, name: str) -> None:
+    """Keep a test's history under build/histories (to commit as a release's) and replay it now."""
+    HISTORY_DIR.mkdir(parents=True, exist_ok=True)
+    (HISTORY_DIR / f"{name}.json".replace("/", "_")).write_text(json.dumps(history.to_json_dict()))
+    await Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter).replay_workflow(history)

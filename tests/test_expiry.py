@@ -3,44 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest_asyncio
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from control import start_conversation
-from payload_store import data_converter
 from settings import Settings
-from tests.conftest import binary
 from tests.helpers import approval_row, eventually, tool_messages, wait_pending
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.conversation import ConversationWorkflow
 from workflows.models import QUERY_GET_STATE, ConversationState
-from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
-
-
-@pytest_asyncio.fixture
-async def skipping_env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
-    async with await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=binary("temporal-test-server"),
-        data_converter=data_converter(Settings(payload_store=str(payload_dir))),
-    ) as environment:
-        await environment.client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(
-                namespace=environment.client.namespace,
-                search_attributes={
-                    TURN_STATUS_KEY.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-                    PENDING_APPROVALS_KEY.name: IndexedValueType.INDEXED_VALUE_TYPE_INT,
-                },
-            )
-        )
-        yield environment
 
 
 async def test_unanswered_request_expires_as_denial_and_the_model_is_told(

@@ -82,6 +82,7 @@ async def test_update_validator_refuses_a_stale_hash_and_a_stale_signal_changes_
         "request_id": request_id,
         "decided_via": "signal",
         "decided_args_hash": arguments_hash(ARGS),
+        "decided_groups_json": "[]",
     }
 
 

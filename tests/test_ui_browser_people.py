@@ -1,6 +1,7 @@
 """Two people in real Chromium, each logged in with their own token: one outside the approvers'
 group sees the card but cannot decide it (the card says why; the API answers 403 and nothing
-changes), the other approves it and the tool runs once."""
+changes), the other approves it and the tool runs once; and a two-person rule that needs both
+approvals before the call runs."""
 
 from __future__ import annotations
 
@@ -92,3 +93,56 @@ async def test_only_the_approvers_group_can_decide_and_the_card_says_why(
     resolved = approval_row(guarded.approvals_db, request_id)
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam", "done")
     assert (guarded.workspace_dir / "ran.txt").exists()
+
+
+TWO_PERSON = """
+ask = ["run_shell"]
+[[approvers]]
+match = ["run_shell(kubectl *)"]
+approvers = ["group:sre"]
+required = 2
+"""
+
+
+async def test_a_two_person_rule_needs_both_people_in_their_own_browsers(
+    browser: Browser,
+    env: WorkflowEnvironment,
+    client: Client,
+    settings: Settings,
+    model: ScriptedModel,
+    histories: HistoryRecorder,
+    tmp_path: Path,
+) -> None:
+    policy = tmp_path / "two.toml"
+    policy.write_text(TWO_PERSON)
+    guarded = replace(settings, ui_token="shared-token", policy_file=str(policy))
+    sam, sid = await add_person(guarded, "sam", ["sre"]), await add_person(guarded, "sid", ["sre"])
+    model.behaviour = calls_then_summary(("c1", "run_shell", {"command": "kubectl version; echo ran >> ran.txt"}))
+    async with build_worker(client, guarded):
+        served = served_app(guarded, env.client.service_client.config.target_host)
+        try:
+            cid = histories.track(await start_conversation(client, guarded, "two-person deploy"))
+            [row] = await wait_pending(guarded.approvals_db, cid, 1)
+            request_id = row["request_id"]
+
+            first = await _log_in(browser, served.url, sam)
+            card = first.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+            await expect(card.locator(".card-partial")).to_have_text("Approvals: 0 of 2")
+            await card.locator(".button-allow").click()
+            await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
+            assert approval_row(guarded.approvals_db, request_id)["decision"] is None
+            assert not (guarded.workspace_dir / "ran.txt").exists(), "one approval of two runs nothing"
+
+            second = await _log_in(browser, served.url, sid)
+            card = second.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+            await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
+            await screenshot(second, "inbox-two-person-rule.png")
+            await card.locator(".button-allow").click()
+            await wait_status(client, cid, "idle")
+            await expect(second.locator("#inbox-empty")).to_be_visible()
+        finally:
+            served.stop()
+
+    resolved = approval_row(guarded.approvals_db, request_id)
+    assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam, sid", "done")
+    assert (guarded.workspace_dir / "ran.txt").read_text() == "ran\n", "the call ran exactly once"

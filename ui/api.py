@@ -11,6 +11,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import control
+from edit_control import ERROR_EDIT_UNCHECKED
 from projection.claims import DecisionRefused
 from projection.reader import BadCursor, Page
 from projection.store import ProjectionStore
@@ -28,7 +29,13 @@ from ui.security import principal_of, require_same_origin, require_token
 from ui.team import identity
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
 from workflows.compaction import SUMMARY_NAME
-from workflows.models import ERROR_NOT_AN_APPROVER, ERROR_UNKNOWN_APPROVAL, DecisionInput
+from workflows.models import (
+    ERROR_EDIT_DENIED,
+    ERROR_INVALID_EDIT,
+    ERROR_NOT_AN_APPROVER,
+    ERROR_UNKNOWN_APPROVAL,
+    DecisionInput,
+)
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
 # Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes
@@ -214,6 +221,7 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
         decision=body.decision,
         reason=body.reason or None,
         args_hash=body.args_hash,
+        arguments=body.arguments,
         door="ui",
         **(await identity(request, body.name)),
     )
@@ -237,6 +245,10 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
 async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:
     if err.error_type == ERROR_UNKNOWN_APPROVAL:
         return NotFound(str(err), error_type=err.error_type)
-    if err.error_type == ERROR_NOT_AN_APPROVER:
+    if err.error_type in (ERROR_NOT_AN_APPROVER, ERROR_EDIT_DENIED):
         return Forbidden(str(err), error_type=err.error_type)
+    if err.error_type == ERROR_INVALID_EDIT:
+        return Unprocessable(str(err), error_type=err.error_type)
+    if err.error_type == ERROR_EDIT_UNCHECKED:
+        return ServiceUnavailable(str(err), error_type=err.error_type)
     return Conflict(str(err), error_type=err.error_type, extra={"approval": await store.approval(request_id)})

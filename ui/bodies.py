@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -12,6 +12,9 @@ from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
 from ui.limits import MAX_BODY_BYTES, too_large
 from workflows.ids import CONVERSATION_ID_RULE, check_conversation_id
 from workflows.models import Decision
+
+# A batch decides calls as they are: an edit carries one call's own new arguments.
+BatchDecision = Literal["allow", "deny", "always_allow"]
 
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -27,6 +30,9 @@ class DecisionBody(StrictBody):
     args_hash: str | None = Field(
         default=None, max_length=64, description="the arguments hash the card showed; other arguments are refused (409)"
     )
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="with decision edit: the new arguments the call runs with (checked by the workflow)"
+    )
 
 
 class BatchItem(StrictBody):
@@ -37,7 +43,7 @@ class BatchItem(StrictBody):
 class BatchDecisionBody(StrictBody):
     """One decision for several calls: each still gets its own decision, and its own result."""
 
-    decision: Decision
+    decision: BatchDecision
     items: list[BatchItem] = Field(min_length=1, max_length=100)
     reason: str | None = Field(default=None, max_length=2000)
     name: str | None = Field(default=None, min_length=1, max_length=100, description="who decides; default web")

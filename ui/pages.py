@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import anyio.from_thread
 from fastapi import APIRouter, Depends, Request
@@ -35,8 +35,24 @@ def inbox(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-store"})
 
 
-def login_page(error: str | None = None, status_code: int = 200) -> HTMLResponse:
+@router.get("/approvals/{request_id:path}", response_model=None)
+def approval_link(request: Request, request_id: str) -> Response:
+    """A card's deep link (notifications carry it): the inbox opens straight to the card, after a login."""
+    if not is_authenticated(request):
+        return RedirectResponse(f"/login?next={quote(request.url.path, safe='')}", status_code=303)
+    return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-store"})
+
+
+def after_login(target: str | None) -> str:
+    """Where a login returns to: a card's deep link on this site, else the inbox (never another site)."""
+    if target and target.startswith("/approvals/") and "//" not in target and "\\" not in target:
+        return target
+    return "/"
+
+
+def login_page(error: str | None = None, status_code: int = 200, next_path: str = "/") -> HTMLResponse:
     message = f'<p class="login-error" role="alert">{html.escape(error)}</p>' if error else ""
+    back = f'<input type="hidden" name="next" value="{html.escape(next_path)}">' if next_path != "/" else ""
     body = f"""<!doctype html>
 <html lang="en">
 <head>
@@ -51,6 +67,7 @@ def login_page(error: str | None = None, status_code: int = 200) -> HTMLResponse
 <h1>Approvals inbox</h1>
 <p>This inbox is protected by a token (UI_TOKEN).</p>
 {message}
+{back}
 <label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit" class="primary">Log in</button>
@@ -65,7 +82,7 @@ def login_page(error: str | None = None, status_code: int = 200) -> HTMLResponse
 def login_form(request: Request) -> Response:
     if request.app.state.settings.ui_token is None:
         return RedirectResponse("/", status_code=303)
-    return login_page()
+    return login_page(next_path=after_login(request.query_params.get("next")))
 
 
 @router.post("/login", dependencies=[Depends(require_same_origin)], response_model=None)
@@ -79,11 +96,12 @@ async def login(request: Request) -> Response:
     except (UnicodeDecodeError, ValueError):
         raise BadRequest("send the login form as application/x-www-form-urlencoded") from None
     given = (fields.get("token") or [""])[0]
+    next_path = after_login((fields.get("next") or [""])[0])
     store = request.app.state.store
     # The shared token, or a person's own token (then the session knows who they are).
     person = None if token_matches(given, token) else await store.verify_token(given)
     if person is None and not token_matches(given, token):
-        return login_page("That token is not right.", status_code=401)
+        return login_page("That token is not right.", status_code=401, next_path=next_path)
     # A new session id at every login (one fixed before login cannot be ridden); the one presented is dropped.
     session_id, presented = new_session_id(), request.cookies.get(SESSION_COOKIE)
     expires_at = datetime.now(UTC) + timedelta(seconds=SESSION_MAX_AGE)
@@ -91,7 +109,7 @@ async def login(request: Request) -> Response:
     await store.open_session(session_record(token, session_id), expires_at, replaced)
     if person is not None:
         await store.bind_session(session_record(token, session_id), person.name)
-    response = RedirectResponse("/", status_code=303)
+    response = RedirectResponse(next_path, status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
         session_id,

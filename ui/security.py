@@ -1,5 +1,7 @@
 """Who may use the UI and how the browser is told to treat it.
 
+- A trusted reverse proxy (ui/proxy_identity.py), when configured, names the person; the proxy
+  authenticated them, so no token is asked for.
 - A token (UI_TOKEN), when set, guards every page and API call: `Authorization: Bearer` for
   scripts, or an HttpOnly SameSite=Strict session cookie set by the login form for browsers. The
   cookie holds a random session id, new at every login and valid for SESSION_MAX_AGE; the
@@ -25,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from projection.users import Principal
 from ui.errors import Forbidden, Unauthorized
+from ui.proxy_identity import proxied_person
 
 SESSION_COOKIE = "approvals_ui_session"
 SESSION_MAX_AGE = 12 * 3600
@@ -105,6 +108,10 @@ async def principal_of(request: Request) -> Principal | None:
     """The person whose own token (`starter.py users add`) the request carries, or who logged in
     with it (an open session bound to them); None otherwise."""
     store, token = request.app.state.store, request.app.state.settings.ui_token
+    proxied = proxied_person(request.scope, request.app.state.proxy_identity)
+    if proxied is not None:
+        name, groups = proxied
+        return Principal(name=name, groups=groups if groups is not None else await store.groups_of(name))
     bearer = _bearer(request)
     if bearer:
         return await store.verify_token(bearer)  # type: ignore[no-any-return]
@@ -119,7 +126,7 @@ async def principal_of(request: Request) -> Principal | None:
 
 def is_authenticated(request: Request) -> bool:
     token: str | None = request.app.state.settings.ui_token
-    if token is None:
+    if token is None or proxied_person(request.scope, request.app.state.proxy_identity) is not None:
         return True
     bearer = _bearer(request)
     if bearer is not None and token_matches(bearer, token):

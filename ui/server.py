@@ -14,9 +14,10 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from projection.store import ProjectionStore
 from settings import Settings
-from ui import api, events, pages, team
+from ui import api, deadlines, events, pages, slack, team
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
+from ui.proxy_identity import ProxyPeerGate
 from ui.security import SecurityHeaders, allowed_hosts
 from ui.temporal import ClientProvider, LazyClient
 
@@ -40,14 +41,19 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     # One store per app: a pool of connections (PostgreSQL) or a thread per query (SQLite).
     app.state.store = store
     app.state.client_provider = client_provider or LazyClient(settings)
+    app.state.proxy_identity = settings.proxy_identity()
     app.add_exception_handler(HttpError, render_http_error)
     app.add_exception_handler(RequestValidationError, render_validation_error)
     app.include_router(api.router)
     app.include_router(team.router)
+    app.include_router(deadlines.router)
     app.include_router(events.router)
     app.include_router(pages.router)
+    app.include_router(slack.router)
     # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
+    # Identity headers count only from the configured proxy; from any other peer they are refused.
+    app.add_middleware(ProxyPeerGate, identity=app.state.proxy_identity)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit)
     return app
@@ -57,6 +63,9 @@ def uvicorn_config(settings: Settings, app: FastAPI | None = None, **options: An
     """Open event streams would hold shutdown forever; give them a short grace instead."""
     options.setdefault("timeout_graceful_shutdown", 2)
     options.setdefault("log_level", "info")
+    if settings.trusted_proxies:
+        # The identity check needs the socket's peer: no rewriting of the client from X-Forwarded-For.
+        options.setdefault("proxy_headers", False)
     return uvicorn.Config(app or create_app(settings), host=settings.ui_host, port=settings.ui_port, **options)
 
 

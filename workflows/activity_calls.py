@@ -14,6 +14,7 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
     from workflows.models import (
+        ApprovalRecord,
         ApprovalRequestedProjection,
         ApprovalResolvedProjection,
         CompactionProjection,
@@ -21,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         ListToolsInput,
         LlmReply,
         LlmRequest,
+        NotificationInput,
         ToolCatalog,
         ToolRequest,
         ToolResult,
@@ -38,6 +40,10 @@ PROJECT_CONVERSATION = "project_conversation"
 PROJECT_APPROVAL_REQUESTED = "project_approval_requested"
 PROJECT_APPROVAL_RESOLVED = "project_approval_resolved"
 PROJECT_COMPACTION = "project_compaction"
+PROJECT_APPROVAL_CHANGED = "project_approval_changed"
+NOTIFY_APPROVAL = "notify_approval"
+# notify_approval raises this (non-retryable) when a channel refuses the message for good (4xx).
+ERROR_NOTIFICATION_REJECTED = "NotificationRejected"
 # call_llm raises this (non-retryable) when the request does not fit the model's context window.
 ERROR_CONTEXT_WINDOW = "LlmContextWindowExceeded"
 
@@ -49,6 +55,13 @@ LLM_RETRY = RetryPolicy(
 )
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=4)
 PROJECTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
+# A receiver that is down is tried again and again, backing off to a minute, until the request expires.
+NOTIFY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    non_retryable_error_types=[ERROR_NOTIFICATION_REJECTED],
+)
 
 
 async def call_llm(request: LlmRequest, summary: str | None = None) -> LlmReply:
@@ -126,4 +139,27 @@ async def project(
         start_to_close_timeout=timedelta(seconds=30),
         retry_policy=PROJECTION_RETRY,
         summary=summary,
+    )
+
+
+async def project_approval_changed(record: ApprovalRecord, what: str) -> None:
+    """A pending request's new deadline or approvers, for the doors that read the projection."""
+    await workflow.execute_activity(
+        PROJECT_APPROVAL_CHANGED,
+        record,
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=PROJECTION_RETRY,
+        summary=f"projection: {record.request_id} {what}",
+    )
+
+
+async def notify(notification: NotificationInput, give_up_after: timedelta) -> None:
+    """Send one notification; retried with backoff until it is delivered or `give_up_after` passes."""
+    await workflow.execute_activity(
+        NOTIFY_APPROVAL,
+        notification,
+        start_to_close_timeout=timedelta(seconds=20),
+        schedule_to_close_timeout=max(give_up_after, timedelta(minutes=1)),
+        retry_policy=NOTIFY_RETRY,
+        summary=f"notify {notification.channel}: {notification.kind} {notification.number} {notification.request_id}",
     )

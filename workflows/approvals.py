@@ -8,10 +8,12 @@ decision wins and every later one is refused with a named error, so a stale or r
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from workflows.approvers import approver_refusal, may_decide
 from workflows.models import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_INVALID_EDIT,
     ERROR_NOT_AN_APPROVER,
     ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
@@ -21,6 +23,9 @@ from workflows.models import (
     arguments_hash,
     request_id_for,
 )
+
+if TYPE_CHECKING:
+    from workflows.edits import EditDesk
 
 
 class ApprovalBook:
@@ -37,6 +42,8 @@ class ApprovalBook:
         self.always_allow_hashes: dict[str, str] = dict(always_allow_hashes or {})
         self._carried: dict[str, Resolution] = dict(resolved)
         self._records: dict[str, ApprovalRecord] = {}
+        # Checks and applies edits (workflows/edits.py); set by the tool runner that opens requests.
+        self.edits: EditDesk | None = None
 
     def always_allows(self, tool_name: str, definition_hash: str) -> bool:
         """Always-allowed, for this very definition (one remembered without a hash: any built-in's)."""
@@ -99,12 +106,33 @@ class ApprovalBook:
             )
         return ERROR_UNKNOWN_APPROVAL, f"no approval {request_id} in conversation {self._conversation_id}"
 
+    def refuse(self, decision: DecisionInput) -> tuple[str, str] | None:
+        """refusal() of a whole decision, with an edit's own checks (workflows/edits.py)."""
+        found = self.refusal(
+            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
+        )
+        if found is not None or (decision.decision != "edit" and decision.arguments is None):
+            return found
+        if decision.decision != "edit":
+            return ERROR_INVALID_EDIT, f"arguments go with an edit only, not with {decision.decision}"
+        if self.edits is None:
+            return ERROR_INVALID_EDIT, f"{decision.request_id} cannot be edited"
+        return self.edits.refusal(self._records[decision.request_id], decision)
+
     def apply(self, decision: DecisionInput, now: datetime) -> Resolution | None:
         """Resolve a request (refusal() has passed); always_allow also frees waiting siblings. An
         approval of a request that needs several distinct approvers counts one and returns None
         until the last one; a deny ends it at once."""
         record = self._records[decision.request_id]
-        decided_by = decision.decided_by
+        decided_by = decision.decided_by or decision.principal  # a raw decision may name only its principal
+        if decision.decision == "edit":
+            if self.edits is None or not self.edits.enabled():
+                return None  # a history from before edits: it ignored them
+            edited = self.edits.checked(record, decision)
+            if edited is None:
+                return None  # refused (refuse() said so first); never raise in a handler
+            record.edited_arguments = edited
+        record.decided_groups += [group for group in decision.groups if group not in record.decided_groups]
         if decision.decision != "deny" and record.required > 1:
             record.approved_by.append(decision.principal or decision.decided_by or "unknown")
             if len(record.approved_by) < record.required:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from workflows.models import ApproverRule, PolicyRules, ToolDef
-from workflows.policy import Rule, shell_segments
+from workflows.policy import Rule, evaluate, shell_segments
 from workflows.tool_registry import main_argument_text
 
 
@@ -50,6 +50,15 @@ def not_by_for(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any], sta
     return started_by if forbids else None
 
 
+def keeps_asking(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any], main_argument: str) -> bool:
+    """Whether an allowed call is one auto-approve or always-allow lifted from an ask while an
+    approver rule names who must decide it: then it is asked all the same, so neither switch is a
+    way around the approvers (deny rules already beat both)."""
+    if approvers_for(rules, tool, arguments) is None:
+        return False
+    return evaluate(rules.model_copy(update={"mode": "default"}), tool, main_argument) == "ask"
+
+
 def may_decide(
     approvers: list[str] | None, principal: str | None, groups: list[str], not_by: str | None = None
 ) -> bool:
@@ -71,3 +80,8 @@ def approver_refusal(
         return f"{principal} started this conversation and may not approve its own call {request_id}"
     who = "a decision with no verified principal" if principal is None else f"{principal} (groups {groups or 'none'})"
     return f"{who} may not decide {request_id}: only {', '.join(approvers or [])}"
+
+
+def matching_rules(rules: PolicyRules, tool: ToolDef, arguments: dict[str, Any]) -> list[ApproverRule]:
+    """The approver rules that cover a call, in file order (their notification settings apply too)."""
+    return _matching(rules, tool, arguments)

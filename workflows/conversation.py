@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
     from workflows import activity_calls as calls
+    from workflows import deadlines
     from workflows.approvals import ApprovalBook
     from workflows.context import ContextKeeper
     from workflows.models import (
@@ -25,9 +26,11 @@ with workflow.unsafe.imports_passed_through():
         QUERY_GET_STATE,
         SIGNAL_APPROVAL_DECISION,
         SIGNAL_CLOSE,
+        SIGNAL_EXTEND_APPROVAL,
         SIGNAL_SET_AUTO_APPROVE,
         SIGNAL_SUBMIT_MESSAGE,
         UPDATE_DECIDE,
+        UPDATE_EXTEND,
         WORKFLOW_TYPE,
         AutoApproveInput,
         ChatMessage,
@@ -36,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
         ConversationState,
         DecisionInput,
         DecisionResult,
+        ExtensionInput,
+        ExtensionResult,
         MessageInput,
         TurnStatus,
     )
@@ -225,9 +230,7 @@ class ConversationWorkflow:
         decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
         if decision is None:
             return
-        refusal = self._book.refusal(
-            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
-        )
+        refusal = self._book.refuse(decision)
         if refusal is not None:
             # A bad signal must never fail the workflow task: log it and change nothing.
             workflow.logger.warning("decision ignored: %s", refusal[1])
@@ -248,12 +251,36 @@ class ConversationWorkflow:
         decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:
             raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refusal(
-            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
-        )
+        refusal = self._book.refuse(decision)
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)
+
+    @workflow.signal(name=SIGNAL_EXTEND_APPROVAL)
+    def extend_approval(self, *args: Any) -> None:
+        extension = _one_payload(SIGNAL_EXTEND_APPROVAL, args, ExtensionInput)
+        refusal = None if extension is None else deadlines.extension_refusal(self._book, extension)
+        if extension is None or refusal is not None:
+            workflow.logger.warning("extension ignored: %s", refusal)
+            return
+        deadlines.extend(self._book, extension, workflow.now())
+
+    @workflow.update(name=UPDATE_EXTEND)
+    def extend(self, *args: Any) -> ExtensionResult:
+        extension = _one_payload(UPDATE_EXTEND, args, ExtensionInput)
+        if extension is None:
+            raise ApplicationError(_EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        expires_at = deadlines.extend(self._book, extension, workflow.now())
+        return ExtensionResult(request_id=extension.request_id, expires_at=expires_at)
+
+    @extend.validator
+    def _validate_extend(self, *args: Any) -> None:
+        extension = _one_payload(UPDATE_EXTEND, args, ExtensionInput)
+        if extension is None:
+            raise ApplicationError(_EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        refusal = deadlines.extension_refusal(self._book, extension)
+        if refusal is not None:
+            raise ApplicationError(refusal[1], type=refusal[0], non_retryable=True)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
     def set_auto_approve(self, *args: Any) -> None:
@@ -290,6 +317,7 @@ class ConversationWorkflow:
 
 
 _DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?, args_hash?, door?}"
+_EXTEND_SHAPE = "extend takes one payload {request_id, seconds, reason?, decided_by?, door?}"
 _Input = TypeVar("_Input", bound=BaseModel)
 
 

@@ -19,6 +19,8 @@ SIGNAL_APPROVAL_DECISION = "approval_decision"
 SIGNAL_SET_AUTO_APPROVE = "set_auto_approve"
 SIGNAL_CLOSE = "close"
 UPDATE_DECIDE = "decide"
+SIGNAL_EXTEND_APPROVAL = "extend_approval"
+UPDATE_EXTEND = "extend"
 QUERY_GET_STATE = "get_state"
 
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
@@ -26,15 +28,21 @@ ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
 ERROR_STALE_APPROVAL = "StaleApproval"
 ERROR_NOT_AN_APPROVER = "NotAnApprover"
+ERROR_INVALID_EDIT = "InvalidEdit"
+ERROR_EDIT_DENIED = "EditDenied"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
-Decision = Literal["allow", "deny", "always_allow"]
-Resolution = Literal["allow", "deny", "always_allow", "expired", "canceled"]
+# `edit`: approve with arguments a person changed (the decision carries them).
+Decision = Literal["allow", "deny", "always_allow", "edit"]
+Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
-Door = Literal["ui", "cli", "signal"]
+Door = Literal["ui", "cli", "signal", "slack"]
+# Why a notification goes out; with the request id and the channel it names the notification once.
+NotificationKind = Literal["request", "reminder", "escalation", "expiry_warning"]
+ChannelKind = Literal["webhook", "slack"]
 
 
 def request_id_for(conversation_id: str, tool_call_id: str) -> str:
@@ -133,6 +141,45 @@ class ApproverRule(BaseModel):
     approvers: list[str]
     required: int = Field(default=1, ge=1, le=10, description="distinct approvers an allow needs")
     self_approval: bool = Field(default=True, description="false: whoever started the conversation may not decide")
+    notify: list[str] = Field(default_factory=list, description="channels told when a matching request opens")
+    remind_after: float | None = Field(default=None, gt=0, description="seconds until the first reminder")
+    reminders: int = Field(default=1, ge=0, le=50, description="at most this many reminders, remind_after apart")
+    escalate_after: float | None = Field(default=None, gt=0, description="seconds until the escalation")
+    escalate_to: list[str] = Field(default_factory=list, description="channels and group:NAME entries escalated to")
+    warn_before_expiry: float | None = Field(default=None, gt=0, description="seconds before expiry to warn")
+
+
+class ChannelRoute(BaseModel):
+    """What the workflow knows of a channel: its kind and the groups it serves (never its URL or secret)."""
+
+    kind: ChannelKind = "webhook"
+    groups: list[str] = Field(default_factory=list, description="requests these groups may decide; '*': every one")
+
+
+class NotifyPlan(BaseModel):
+    """Who hears about one request and when, fixed when it opens (from the matching approver rules)."""
+
+    channels: list[str] = Field(default_factory=list)
+    remind_after: float | None = None
+    reminders: int = 0
+    escalate_after: float | None = None
+    escalate_channels: list[str] = Field(default_factory=list)
+    escalate_groups: list[str] = Field(default_factory=list)
+    warn_before_expiry: float | None = None
+
+    def is_empty(self) -> bool:
+        timers = (self.remind_after, self.escalate_after, self.warn_before_expiry)
+        return not self.channels and not self.escalate_channels and all(t is None for t in timers)
+
+
+class ApprovalExtension(BaseModel):
+    """One extension of a request's deadline: who, when, by how much, and the new expiry."""
+
+    by: str
+    at: datetime
+    seconds: float
+    expires_at: datetime
+    reason: str | None = None
 
 
 class PolicyRules(BaseModel):
@@ -144,6 +191,7 @@ class PolicyRules(BaseModel):
         default_factory=list, description="rules whose calls run with the host's network; others run without"
     )
     approvers: list[ApproverRule] = Field(default_factory=list)
+    channels: dict[str, ChannelRoute] = Field(default_factory=dict, description="notification channels by name")
 
 
 class ApprovalRecord(BaseModel):
@@ -173,6 +221,12 @@ class ApprovalRecord(BaseModel):
     required: int = Field(default=1, description="distinct approvals it needs before it runs")
     approved_by: list[str] = Field(default_factory=list, description="who approved so far (while partial)")
     not_by: str | None = Field(default=None, description="who may not decide it: the starter, when a rule says so")
+    edited_arguments: dict[str, Any] | None = Field(
+        default=None, description="what an edit decision changed the arguments to (they ran); None: not edited"
+    )
+    decided_groups: list[str] = Field(default_factory=list, description="the groups the deciders' doors verified")
+    notify: NotifyPlan | None = Field(default=None, description="notifications and their timers; None: none")
+    extensions: list[ApprovalExtension] = Field(default_factory=list, description="deadline extensions, in order")
 
 
 class ConversationInput(BaseModel):
@@ -224,6 +278,45 @@ class DecisionInput(_StrictInput):
     door: Door | None = Field(default=None, description="ui or cli; None: a raw signal or update")
     principal: str | None = Field(default=None, description="the person the door verified")
     groups: list[str] = Field(default_factory=list, description="the principal's groups, as the door knows them")
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="an edit's new arguments (only with decision edit); args_hash stays the shown ones'"
+    )
+
+
+MAX_EXTENSION_SECONDS = 30 * 24 * 3600.0
+
+
+class ExtensionInput(_StrictInput):
+    """Moves a pending request's deadline later; only someone who may decide it may extend it."""
+
+    request_id: str
+    seconds: float = Field(gt=0, le=MAX_EXTENSION_SECONDS)
+    reason: str | None = None
+    decided_by: str | None = None
+    door: Door | None = None
+    principal: str | None = None
+    groups: list[str] = Field(default_factory=list)
+
+
+class ExtensionResult(BaseModel):
+    request_id: str
+    expires_at: datetime
+
+
+class NotificationInput(BaseModel):
+    """One notification of one request to one channel; `key` names it for the receiver's dedup."""
+
+    key: str = Field(description="request id, channel and kind: the same on every retry")
+    channel: str
+    kind: NotificationKind
+    number: int = Field(default=1, description="which reminder (or warning after an extension) this is")
+    request_id: str
+    conversation_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    approvers: list[str] | None = None
+    expires_at: datetime
+    created_at: datetime
 
 
 class AutoApproveInput(_StrictInput):

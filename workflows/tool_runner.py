@@ -20,7 +20,8 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.approvals import ApprovalBook, outcome_message
-    from workflows.approvers import approvers_for, not_by_for, required_for
+    from workflows.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from workflows.edits import EDIT_PATCH, EditDesk, ran_with
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
@@ -36,13 +37,17 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         request_id_for,
     )
+    from workflows.notify_plan import plan_for
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
+    from workflows.reminders import RequestTimers
     from workflows.status import StatusKeeper
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
     from workflows.tool_specs import BUILTIN_CATALOG
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 PATCH_TOOL_CATALOG = "tool-catalog-activity"
+# Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
+APPROVERS_OUTRANK_LIFTS = "approvers-outrank-auto-approve"
 
 
 @dataclass
@@ -84,6 +89,9 @@ class ToolRunner:
         self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
+        # Edits are checked against the tools of the turn that asked; markers only outside validators.
+        enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
+        context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
 
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
@@ -151,6 +159,9 @@ class ToolRunner:
             auto_approve=self._ctx.auto_approve(),
             normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
         )
+        text = main_argument_text(spec, arguments)
+        if verdict == "allow" and keeps_asking(self._ctx.policy, spec, arguments, text):
+            verdict = "ask" if workflow.patched(APPROVERS_OUTRANK_LIFTS) else verdict
         changed = spec.name in book.always_allow and not remembered
         return _Plan(call, spec, arguments, verdict, changed=changed)
 
@@ -165,18 +176,20 @@ class ToolRunner:
         if plan.record is not None:
             record = plan.record
             await workflow.wait_condition(lambda: record.resolution is not None)
-            if record.resolution not in ("allow", "always_allow"):
+            if record.resolution not in ("allow", "always_allow", "edit"):
                 self._record(plan.call, outcome_message(record))
                 return
         if self._ctx.is_closed():
             self._record(plan.call, "Not run: the conversation was closed first.")
             return
-        await self._execute(turn_id, plan.call, plan.spec, plan.arguments)
+        arguments, note = ran_with(plan.record, plan.arguments)
+        await self._execute(turn_id, plan.call, plan.spec, arguments, note)
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
         ctx, tool = self._ctx, plan.spec
         now = workflow.now()
+        approvers = approvers_for(ctx.policy, tool, plan.arguments)
         record = ApprovalRecord(
             request_id=request_id_for(ctx.conversation_id, plan.call.id),
             conversation_id=ctx.conversation_id,
@@ -192,9 +205,10 @@ class ToolRunner:
             tool_hash=tool.definition_hash(),
             tool_changed=plan.changed,
             annotations=tool.annotations,
-            approvers=approvers_for(ctx.policy, tool, plan.arguments),
+            approvers=approvers,
             required=required_for(ctx.policy, tool, plan.arguments),
             not_by=not_by_for(ctx.policy, tool, plan.arguments, ctx.started_by),
+            notify=plan_for(ctx.policy, tool, plan.arguments, approvers),
         )
         ctx.book.open(record)
         return record
@@ -213,14 +227,11 @@ class ToolRunner:
                 conversation=status.snapshot("awaiting_approval", book.pending(), events),
             )
         )
-        try:
-            await workflow.wait_condition(
-                lambda: record.resolution is not None,
-                timeout=max(record.expires_at - workflow.now(), timedelta(milliseconds=1)),
-                timeout_summary=f"approval {record.request_id} expires",
-            )
-        except TimeoutError:
-            book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds)
+        await RequestTimers(
+            record,
+            expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
+            changed=lambda what: calls.project_approval_changed(record, what),
+        ).wait()
         pending = book.pending()
         after: TurnStatus = "awaiting_approval" if pending else ("closed" if ctx.is_closed() else "running")
         resolved_event = status.event(
@@ -230,7 +241,9 @@ class ToolRunner:
             ApprovalResolvedProjection(approval=record, conversation=status.snapshot(after, pending, [resolved_event]))
         )
 
-    async def _execute(self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any]) -> None:
+    async def _execute(
+        self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any], note: str | None = None
+    ) -> None:
         ctx = self._ctx
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
@@ -252,7 +265,7 @@ class ToolRunner:
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
         if result.kv is not None:
             ctx.set_kv(result.kv)
-        self._record(call, result.content)
+        self._record(call, result.content if note is None else f"{note}\n\n{result.content}")
 
     def _record(self, call: ToolCall, content: str) -> None:
         self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))

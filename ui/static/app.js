@@ -5,6 +5,8 @@ import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 import { renderControls, setupControls } from "./controls.js";
 import { applyDelta, reattach, resetStream } from "./stream.js";
+import { editControls } from "./edit.js";
+import { focusCard, followDeepLink } from "./deeplink.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -17,6 +19,7 @@ const view = {
   detailAgain: false,
   refreshTimer: null,
   principal: null,
+  linked: null, // the request a deep link named, until its card is shown
   // How many rows each list shows; "Show more" raises it by a page. Lists are keyset pages.
   wanted: { conversations: PAGE, pending: PAGE },
 };
@@ -72,7 +75,7 @@ function syncCards(container, approvals, options) {
   const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  const shared = { ...options, onDecide: decide, principal: view.principal };
+  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls };
   container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
 }
 
@@ -81,16 +84,17 @@ function deciderName() {
   return name || null;
 }
 
-async function decide(approval, decision, reason, buttons) {
+async function decide(approval, decision, reason, buttons, extra = {}) {
   buttons.forEach((b) => (b.disabled = true));
-  // Bound to the arguments this card shows: if they are no longer the call's, the server refuses it.
-  const body = { decision, args_hash: approval.args_hash };
+  // Bound to the arguments this card shows (an edit too): if they are no longer the call's, the server refuses it.
+  const body = { decision, args_hash: approval.args_hash, ...extra };
   if (reason && reason.trim()) body.reason = reason.trim();
   const name = deciderName();
   if (name) body.name = name;
   const result = await api(`/api/approvals/${encodeURIComponent(approval.request_id)}/decision`, { json: body });
   if (result.ok) {
-    toast(`${decision.replace("_", " ")}: sent for ${approval.tool_name}`);
+    const verb = decision === "edit" ? "approved with edited arguments" : decision.replace("_", " ");
+    toast(`${verb}: sent for ${approval.tool_name}`);
   } else {
     toast(errorMessage(result), true);
     buttons.forEach((b) => (b.disabled = false));
@@ -135,6 +139,7 @@ function renderDetail(detail) {
   syncCards($("conversation-approvals"), open, { showConversation: false });
   syncCards($("decided-cards"), decided, { showConversation: false });
   $("decided-approvals").hidden = decided.length === 0;
+  if (view.linked && focusCard(view.linked)) view.linked = null;
   const archived = detail.archived || [];
   const signature = JSON.stringify(detail.messages) + String(archived.length) + String(detail.worker_online);
   if (signature !== view.detailSignature) {
@@ -306,8 +311,9 @@ function main() {
   $("pending-more").addEventListener("click", () => showMore("pending"));
   window.addEventListener("hashchange", route);
   // Who you are comes first: the cards offer their buttons only to those who may decide.
-  api("/api/session").then((result) => {
+  api("/api/session").then(async (result) => {
     if (result.ok) showSession(result.body);
+    view.linked = await followDeepLink(api, toast);
     route();
     follow();
   });

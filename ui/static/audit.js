@@ -2,7 +2,7 @@
 // hash, and what became of the call. Untrusted text (arguments, names) goes through shownEl.
 import { el, shownEl, when } from "./render.js";
 
-const COLUMNS = ["Requested", "Tool call", "Arguments hash", "Decision", "By", "Via", "Decided", "Outcome"];
+const COLUMNS = ["Requested", "Tool call", "Edited to", "Arguments hash", "Decision", "By", "Via", "Decided", "Outcome"];
 
 export function auditTable(rows) {
   const table = el("table", "audit-table");
@@ -17,9 +17,10 @@ export function auditTable(rows) {
     line.append(
       el("td", null, when(row.created_at)),
       cell(shownEl("code", "audit-call", `${row.tool_name} ${JSON.stringify(row.arguments)}`)),
+      cell(shownEl("code", "audit-edited", row.edited_arguments ? JSON.stringify(row.edited_arguments) : "-")),
       cell(el("code", "audit-hash", row.decided_args_hash || row.args_hash)),
       el("td", "audit-decision", row.decision),
-      cell(shownEl("span", "audit-by", row.decided_by || "-")),
+      cell(shownEl("span", "audit-by", who(row))),
       el("td", "audit-via", row.decided_via || "-"),
       el("td", null, when(row.resolved_at)),
       el("td", "audit-outcome", row.outcome),
@@ -34,4 +35,11 @@ function cell(child) {
   const td = el("td");
   td.append(child);
   return td;
+}
+
+// Who decided, with the groups their door verified.
+function who(row) {
+  if (!row.decided_by) return "-";
+  const groups = row.decided_groups || [];
+  return groups.length ? `${row.decided_by} (${groups.join(", ")})` : row.decided_by;
 }

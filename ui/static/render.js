@@ -130,6 +130,7 @@ const DECISION_WORDS = {
   deny: "Denied",
   expired: "Expired",
   canceled: "Canceled",
+  edit: "Approved with edited arguments",
 };
 
 function outcomeText(approval) {
@@ -169,7 +170,7 @@ function mayDecide(approvers, principal, notBy) {
   return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
 }
 
-export function approvalCard(approval, { showConversation, onDecide, selection, principal }) {
+export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -186,9 +187,16 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     where.append(link);
     card.append(where);
   }
-  const label = el("p", "card-label", "Will run with these arguments:");
+  const edited = approval.edited_arguments;
+  const label = el("p", "card-label", edited ? "Asked with these arguments:" : "Will run with these arguments:");
   card.append(label, argumentsBlock(approval.arguments));
   flagIfHidden(card, label);
+  if (edited) {
+    // Both are kept: what the model asked for above, what a person changed it to (and what ran) here.
+    const editedLabel = el("p", "card-label card-edited", "Ran with these edited arguments:");
+    card.append(editedLabel, argumentsBlock(edited));
+    flagIfHidden(card, editedLabel);
+  }
   // The decision carries this hash: arguments that changed since the card was drawn are refused.
   const hash = el("p", "card-hash", "Arguments hash ");
   hash.append(el("code", "args-hash", approval.args_hash));
@@ -238,6 +246,9 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     actions.append(button);
   }
   card.append(reasonLabel, reason, actions);
+  if (editor && approval.required <= 1) {
+    card.append(editor(approval, allowed, (args, sent) => onDecide(approval, "edit", reason.value, sent, { arguments: args })));
+  }
   return card;
 }
 

@@ -1,0 +1,123 @@
+"""Identity from a trusted reverse proxy (oauth2-proxy and the like).
+
+Off unless `TRUSTED_PROXIES` names the proxy's addresses (IPs or CIDR networks). Then a request
+whose direct peer is one of them may name its person in `PROXY_USER_HEADER` (default
+`X-Forwarded-User`) and their groups in `PROXY_GROUPS_HEADER` (default `X-Forwarded-Groups`,
+comma-separated; without it, the groups `starter.py users` gives that name); the proxy
+authenticated them, so no token is asked for. A request from any other peer that carries either
+header is refused with 403 before it reaches a route: only the proxy may say who someone is.
+
+The peer is the socket's, never X-Forwarded-For: the UI's server is started without proxy-header
+rewriting when this is on, and `X-Forwarded-Proto` is honoured here from trusted peers only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from projection.users import Principal
+
+PEER_TRUSTED = "approvals.proxy_trusted"  # scope key: the direct peer is a configured proxy
+MAX_NAME = 100
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_proxies(text: str | None) -> tuple[Network, ...]:
+    """`10.0.0.5, 10.1.0.0/16, ::1` as networks; ValueError names a bad entry."""
+    found = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"TRUSTED_PROXIES: {item!r} is not an IP address or network") from None
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class ProxyIdentity:
+    proxies: tuple[Network, ...]
+    user_header: str = "X-Forwarded-User"
+    groups_header: str = "X-Forwarded-Groups"
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.proxies)
+
+    def trusts(self, peer: str | None) -> bool:
+        if peer is None:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.proxies)
+
+    def names(self) -> tuple[bytes, bytes]:
+        return self.user_header.lower().encode("latin-1"), self.groups_header.lower().encode("latin-1")
+
+
+class ProxyPeerGate:
+    """Pure ASGI: marks requests from a trusted proxy, applies its X-Forwarded-Proto, and refuses
+    identity headers from anyone else."""
+
+    def __init__(self, app: ASGIApp, identity: ProxyIdentity) -> None:
+        self.app = app
+        self.identity = identity
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not self.identity.enabled:
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        trusted = self.identity.trusts(client[0] if client else None)
+        headers = dict(scope.get("headers") or [])
+        if trusted:
+            scope = {**scope, PEER_TRUSTED: True}
+            proto = headers.get(b"x-forwarded-proto", b"").decode("latin-1").strip().lower()
+            if proto in ("http", "https"):
+                scope["scheme"] = proto if scope["type"] == "http" else ("wss" if proto == "https" else "ws")
+        elif any(name in headers for name in self.identity.names()):
+            await _refuse(send, "identity headers are accepted only from the configured proxy (TRUSTED_PROXIES)")
+            return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, message: str) -> None:
+    body = json.dumps({"error": {"status": 403, "type": "UntrustedIdentityHeader", "message": message}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 403,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def proxied_person(scope: Scope, identity: ProxyIdentity) -> tuple[str, list[str] | None] | None:
+    """(name, groups) the trusted proxy named, or None. groups None: the header was absent, so the
+    caller looks the name up among the people `users` knows."""
+    if not identity.enabled or not scope.get(PEER_TRUSTED):
+        return None
+    user_name, groups_name = identity.names()
+    headers = dict(scope.get("headers") or [])
+    name = headers.get(user_name, b"").decode("utf-8", "replace").strip()
+    if not name or len(name) > MAX_NAME or any(ord(ch) < 32 for ch in name):
+        return None
+    raw_groups = headers.get(groups_name)
+    if raw_groups is None:
+        return name, None
+    groups = [g.strip() for g in raw_groups.decode("utf-8", "replace").split(",") if g.strip()]
+    return name, groups
+
+
+def as_principal(found: tuple[str, list[str]]) -> Principal:
+    return Principal(name=found[0], groups=found[1])
