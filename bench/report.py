@@ -246,6 +246,8 @@ def _stream(s: dict[str, Any]) -> list[str]:
         "",
     ]
     return [*out, *_table(head, rows), *tail]
+
+
 def _edit(s: dict[str, Any]) -> list[str]:
     how = "Alternating, one worker, same run: a signal, or the `decide` update."
     out = ["## An edit beside a plain approval", "", how, ""]
