@@ -1,7 +1,8 @@
 """Events a running activity appends beside the workflow's own: the model's reply as it streams.
 
 They feed the same ordered log (and so the UI's stream and `watch`) but hold nothing Temporal's
-history needs: a rebuild drops them, and the recorded message stays the one truth.
+history needs: a rebuild from history does not bring them back, and the recorded message stays
+the one truth.
 """
 
 from __future__ import annotations
