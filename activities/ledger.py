@@ -5,8 +5,9 @@ could run a command twice. Each request id moves through `claimed` (an attempt o
 has not started) -> `started` (written durably just before the tool runs) -> `finished` (with
 its result). A later attempt that finds it `claimed` runs it (nothing ran yet); one that finds it
 `started` does not run it again and reports the outcome as unknown; one that finds it `finished`
-returns the recorded result. Every step is a conditional statement, so concurrent attempts on
-different hosts agree on one owner.
+returns the recorded result. The worker's tool activities take the first two steps in one
+transaction (`begin`), right before the tool starts. Every step is a conditional statement, so
+concurrent attempts on different hosts agree on one owner.
 """
 
 from __future__ import annotations
@@ -46,15 +47,28 @@ class Ledger:
                 (attempt, request_id),
             ):
                 return Claim("run")  # an earlier attempt claimed it but never started the tool
+            return await _settled(tx, request_id, attempt)
+
+        return await self._backend.run(operation)
+
+    async def begin(self, request_id: str, tool_name: str, attempt: int) -> Claim:
+        """Claim and start in one transaction, for a caller that starts the tool right after:
+        `run` means this attempt now owns the request and the ledger counts the tool as started."""
+
+        async def operation(tx: Tx) -> Claim:
             if await tx.execute(
-                "UPDATE tool_executions SET state = 'unknown', attempt = ?"
-                " WHERE request_id = ? AND state IN ('started', 'unknown')",
-                (attempt, request_id),
+                "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
+                " VALUES (?, ?, 'started', ?, ?) ON CONFLICT (request_id) DO NOTHING",
+                (request_id, tool_name, attempt, now_iso()),
             ):
-                return Claim("unknown")
-            row = await tx.fetchone("SELECT result_json FROM tool_executions WHERE request_id = ?", (request_id,))
-            assert row is not None and row["result_json"] is not None, "a finished row holds its result"
-            return Claim("finished", ToolResult.model_validate_json(row["result_json"]))
+                return Claim("run")
+            if await tx.execute(
+                "UPDATE tool_executions SET state = 'started', attempt = ?, started_at = ?"
+                " WHERE request_id = ? AND state = 'claimed'",
+                (attempt, now_iso(), request_id),
+            ):
+                return Claim("run")  # claimed by an attempt that never started the tool
+            return await _settled(tx, request_id, attempt)
 
         return await self._backend.run(operation)
 
@@ -96,6 +110,19 @@ class Ledger:
 
     async def close(self) -> None:
         await self._backend.close()
+
+
+async def _settled(tx: Tx, request_id: str, attempt: int) -> Claim:
+    """An attempt finds the tool started (its outcome unknown) or finished (its result recorded)."""
+    if await tx.execute(
+        "UPDATE tool_executions SET state = 'unknown', attempt = ?"
+        " WHERE request_id = ? AND state IN ('started', 'unknown')",
+        (attempt, request_id),
+    ):
+        return Claim("unknown")
+    row = await tx.fetchone("SELECT result_json FROM tool_executions WHERE request_id = ?", (request_id,))
+    assert row is not None and row["result_json"] is not None, "a finished row holds its result"
+    return Claim("finished", ToolResult.model_validate_json(row["result_json"]))
 
 
 def unknown_outcome_result(tool_name: str, arguments: dict) -> ToolResult:

@@ -3,6 +3,7 @@ at most once when it has side effects."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -28,8 +29,10 @@ class ToolActivities:
         projection: ProjectionStore,
         sources: ToolSources | None = None,
         sandbox: SandboxPolicy | None = None,
+        host_queue: str | None = None,
     ) -> None:
         self._workspace_dir = workspace_dir
+        self._host_queue = host_queue  # this worker's host task queue: it runs requests meant for it
         self._sandbox = sandbox or SandboxPolicy()
         self._ledger = ledger
         self._projection = projection
@@ -42,10 +45,16 @@ class ToolActivities:
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
+        if self._elsewhere(request):
+            return WRONG_HOST
+        await self._write_resolution(request)
         return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin)
 
     @activity.defn(name=RUN_PYTHON_TOOL)
     async def run_python_tool(self, request: ToolRequest) -> ToolResult:
+        if self._elsewhere(request):
+            return WRONG_HOST
+        await self._write_resolution(request)
         tool = _definition(request)
         found = self.sources.python.get(tool.name)
         if found is None:
@@ -55,6 +64,9 @@ class ToolActivities:
 
     @activity.defn(name=CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
+        if self._elsewhere(request):
+            return WRONG_HOST
+        await self._write_resolution(request)
         tool = _definition(request)
         connection = self.sources.mcp.connections.get(tool.origin)
         if connection is None:
@@ -69,13 +81,27 @@ class ToolActivities:
             return ToolResult(content=f"Error: not run: {err}", is_error=True)
         return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
 
+    async def _write_resolution(self, request: ToolRequest) -> None:
+        """An approved call carries its approval's resolution: mirrored before anything else, so
+        nothing that follows (a server that cannot start, the ledger) can leave it unwritten."""
+        if request.resolved is not None:
+            await self._projection.project_approval_resolved(request.resolved)
+
+    def _elsewhere(self, request: ToolRequest) -> bool:
+        """The request names another host (see workflows/tool_dispatch.py): nothing may run here."""
+        return request.run_on is not None and request.run_on != self._host_queue
+
     async def _once(
         self, request: ToolRequest, tool: ToolDef, run: Callable[[ToolRequest], Awaitable[ToolResult]]
     ) -> ToolResult:
         """Run through the execution ledger when the tool has side effects: never twice."""
+        marking: asyncio.Task[None] | None = None
         if tool.at_most_once:
             attempt = activity.info().attempt
-            claim = await self._ledger.claim(request.request_id, request.tool_name, attempt)
+            # One transaction claims the request and counts the tool as started, right before it
+            # starts: nothing that can fail comes between the two, so a failed attempt either left
+            # no trace (the next one runs it) or had started the tool (the next one reports unknown).
+            claim = await self._ledger.begin(request.request_id, request.tool_name, attempt)
             if claim.verdict == "finished" and claim.result is not None:
                 await self._projection.mark_execution(request.request_id, _finished(claim.result))
                 return claim.result
@@ -83,18 +109,26 @@ class ToolActivities:
                 await self._projection.mark_execution(request.request_id, "unknown")
                 activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
                 return unknown_outcome_result(request.tool_name, request.arguments)
-            await self._projection.mark_execution(request.request_id, "running")
-            # Only now does the ledger count the tool as started: a failure before this line (the
-            # projection write above, say) leaves the claim re-runnable by the next attempt.
-            if not await self._ledger.start(request.request_id, attempt):
-                activity.logger.warning("not running %s: a later attempt owns it", request.request_id)
-                return unknown_outcome_result(request.tool_name, request.arguments)
+            # Shown while the tool runs; the read model only, so a failed write never fails the run.
+            marking = asyncio.create_task(self._mark_running(request.request_id))
         activity.heartbeat()
-        result = await run(request)
+        try:
+            result = await run(request)
+        finally:
+            if marking is not None:
+                await marking
         if tool.at_most_once:
-            await self._ledger.finish(request.request_id, result)
-            await self._projection.mark_execution(request.request_id, _finished(result))
+            await asyncio.gather(
+                self._ledger.finish(request.request_id, result),
+                self._projection.mark_execution(request.request_id, _finished(result)),
+            )
         return result
+
+    async def _mark_running(self, request_id: str) -> None:
+        try:
+            await self._projection.mark_execution(request_id, "running")
+        except Exception as err:  # the finished state is written after the tool and corrects it
+            activity.logger.warning("could not show %s as running: %s", request_id, err)
 
     async def _run_builtin(self, request: ToolRequest) -> ToolResult:
         kv = KvStore(request.kv)
@@ -108,6 +142,9 @@ class ToolActivities:
         except (InvalidToolCall, ValueError, OSError) as err:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)
+
+
+WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation's host", wrong_host=True)
 
 
 def _finished(result: ToolResult) -> str:

@@ -1,7 +1,7 @@
 """Driving many conversations at once: start them, wait on the projection, decide them.
 
-Waiting reads the SQLite projection (cheap, no worker needed) instead of querying workflows, so
-the bench adds as little load as it can to what it measures.
+Waiting reads the projection (SQLite or PostgreSQL; cheap, no worker needed) instead of querying
+workflows, so the bench adds as little load as it can to what it measures.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from temporalio.client import Client, WorkflowHistory
 
 from bench import script
 from control import send_decision, start_conversation
+from projection.backend import is_postgres
 from projection.db import connect_reader
+from projection.store import ProjectionStore
 from settings import Settings
 from workflows.models import DecisionInput
 
@@ -47,23 +49,33 @@ async def start_all(client: Client, settings: Settings, ids: list[str], concurre
     await bounded(ids, start, concurrency)
 
 
-def scalar(db: str | Path, sql: str, *params: Any) -> Any:
+def _rows(db: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one read of the projection or ledger, on either backend (`?` placeholders); none
+    before a worker has created the tables."""
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(str(db), autocommit=True) as pg:
+            try:
+                return [tuple(row) for row in pg.execute(sql.replace("?", "%s"), params).fetchall()]
+            except psycopg.errors.UndefinedTable:
+                return []
     conn = connect_reader(Path(db))
     try:
-        row = conn.execute(sql, params).fetchone()
-        return None if row is None else row[0]
+        return [tuple(row) for row in conn.execute(sql, params).fetchall()]
     finally:
         conn.close()
+
+
+def scalar(db: str | Path, sql: str, *params: Any) -> Any:
+    found = _rows(db, sql, params)
+    return found[0][0] if found else None
 
 
 def pending_requests(db: str | Path) -> dict[str, str]:
     """conversation id -> request id of its unresolved approval."""
-    conn = connect_reader(Path(db))
-    try:
-        rows = conn.execute("SELECT conversation_id, request_id FROM ui_pending_approvals WHERE resolved_at IS NULL")
-        return {str(row[0]): str(row[1]) for row in rows}
-    finally:
-        conn.close()
+    found = _rows(db, "SELECT conversation_id, request_id FROM ui_pending_approvals WHERE resolved_at IS NULL")
+    return {str(row[0]): str(row[1]) for row in found}
 
 
 async def wait_until(check: Callable[[], bool], what: str, timeout: float, interval: float = 0.05) -> float:
@@ -78,16 +90,18 @@ async def wait_until(check: Callable[[], bool], what: str, timeout: float, inter
 
 async def wait_pending(db: str | Path, count: int, timeout: float = 600.0) -> float:
     sql = "SELECT count(*) FROM ui_pending_approvals WHERE resolved_at IS NULL"
-    return await wait_until(lambda: scalar(db, sql) >= count, f"{count} pending approvals", timeout, 0.25)
+    return await wait_until(lambda: (scalar(db, sql) or 0) >= count, f"{count} pending approvals", timeout, 0.25)
 
 
-async def wait_idle(db: Path, count: int, timeout: float = 600.0, interval: float = 0.25) -> float:
+async def wait_idle(db: str | Path, count: int, timeout: float = 600.0, interval: float = 0.25) -> float:
     sql = "SELECT count(*) FROM ui_conversations WHERE turn_status = 'idle'"
-    return await wait_until(lambda: scalar(db, sql) >= count, f"{count} idle conversations", timeout, interval)
+    return await wait_until(lambda: (scalar(db, sql) or 0) >= count, f"{count} idle conversations", timeout, interval)
 
 
-async def approve(client: Client, settings: Settings, request_id: str) -> None:
-    await send_decision(client, settings, DecisionInput(request_id=request_id, decision="allow", decided_by="bench"))
+async def approve(client: Client, settings: Settings, request_id: str, store: ProjectionStore | None = None) -> None:
+    """As a door sends it; pass the open store a UI would hold (without one, each call opens its own)."""
+    decision = DecisionInput(request_id=request_id, decision="allow", decided_by="bench")
+    await send_decision(client, settings, decision, store)
 
 
 async def approval_latencies(client: Client, ids: list[str], sent: dict[str, float], activity: str) -> list[float]:

@@ -1,7 +1,8 @@
 """The floor: the least a Temporal workflow can do for an approval, to measure ours against.
 
 It waits on one signal and then runs one activity that runs the same shell command as the
-approved tool of ours, with none of the policy, projection, ledger or model calls around it.
+approved tool of ours, through the same tool function and in the same sandbox, with none of the
+policy, projection, ledger or model calls around it: the ratio ours / floor is our bookkeeping.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from temporalio import activity, workflow
 with workflow.unsafe.imports_passed_through():
     # The same tool code as ours; passed through because it is never run inside the sandbox.
     from activities.builtin_tools import KvStore, Workspace, run_shell
+    from activities.sandbox import SandboxPolicy
 
 FLOOR_WORKFLOW = "BenchFloorWorkflow"
 FLOOR_ACTIVITY = "bench_floor_tool"
@@ -21,8 +23,8 @@ FLOOR_SIGNAL = "approve"
 
 
 class FloorActivities:
-    def __init__(self, workspace_dir: Path) -> None:
-        self._workspace = Workspace(workspace_dir)
+    def __init__(self, workspace_dir: Path, sandbox: SandboxPolicy) -> None:
+        self._workspace = Workspace(workspace_dir, sandbox)
 
     @activity.defn(name=FLOOR_ACTIVITY)
     async def run_tool(self, command: str) -> str:

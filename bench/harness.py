@@ -24,6 +24,7 @@ from bench import script
 from bench.devserver import BenchServer
 from demo_model.server import ScriptedModelServer
 from settings import Settings
+from tests.postgres import PostgresServer
 from tests.processes import REPO_ROOT, process_env
 
 DEFAULT_CACHE = 1000  # the SDK's default max_cached_workflows
@@ -83,17 +84,31 @@ class Bench:
     workers: list[BenchWorker] = field(default_factory=list)
     # Conversations one scenario leaves waiting for the next (parked -> recovery), to save a setup.
     shared: dict[str, Any] = field(default_factory=dict)
+    # An export of an earlier revision: the latency scenario runs its worker too ("before").
+    baseline: Path | None = None
+    _postgres: PostgresServer | None = None
 
-    def settings(self, name: str, payload_threshold: int | None = None) -> Settings:
-        """A fresh task queue, projection and workspace for one scenario phase; one payload store
-        for the whole run (the bench's client reads what any worker stored)."""
+    def postgres_database(self) -> str:
+        """A fresh database on the run's one PostgreSQL server, started the way the tests start it."""
+        if self._postgres is None:
+            self._postgres = PostgresServer().start()
+        return self._postgres.new_database()
+
+    def close(self) -> None:
+        if self._postgres is not None:
+            self._postgres.stop()
+
+    def settings(self, name: str, payload_threshold: int | None = None, backend: str = "sqlite") -> Settings:
+        """A fresh task queue, projection and workspace for one scenario phase (its projection and
+        ledger on `backend`); one payload store for the whole run (the bench's client reads what any
+        worker stored)."""
         home = self.root / f"{name}-{uuid.uuid4().hex[:6]}"
         home.mkdir(parents=True)
         settings = Settings(
             payload_store=str(payload_dir(self.root)),
             temporal_address=self.server.address,
             task_queue=f"bench-{name}-{uuid.uuid4().hex[:6]}",
-            approvals_db=home / "approvals.db",
+            approvals_db=self.postgres_database() if backend == "postgresql" else home / "approvals.db",
             workspace_dir=home / "workspace",
             openai_base_url=self.model.base_url,
             openai_api_key="bench-key",
@@ -104,12 +119,16 @@ class Bench:
             return settings
         return dataclasses.replace(settings, payload_store_threshold=payload_threshold)
 
-    def start_worker(self, settings: Settings, kind: str = "ours", cache: int = DEFAULT_CACHE) -> BenchWorker:
+    def start_worker(
+        self, settings: Settings, kind: str = "ours", cache: int = DEFAULT_CACHE, checkout: Path | None = None
+    ) -> BenchWorker:
+        """checkout: run the worker from that source tree (the baseline) instead of this one."""
         log = settings.workspace_dir.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
+        extra = {} if checkout is None else {"PYTHONPATH": str(checkout)}
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.worker_main", "--kind", kind, "--cache", str(cache)],
-            cwd=REPO_ROOT,
-            env=process_env(settings, self.server.address),
+            cwd=checkout or REPO_ROOT,
+            env=process_env(settings, self.server.address, **extra),
             stdout=log.open("ab"),
             stderr=subprocess.STDOUT,
             start_new_session=True,

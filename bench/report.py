@@ -20,17 +20,26 @@ def machine_line(machine: dict[str, Any]) -> str:
     )
 
 
-def _latency(s: dict[str, Any], peer: dict[str, Any] | None) -> list[str]:
+def _latency(s: dict[str, Any], peer: dict[str, Any] | None, baseline: dict[str, Any] | None = None) -> list[str]:
     out = [
         "## 1. Approval latency",
         "",
-        "From the decision being sent to the approved tool's result being recorded.",
+        "From the decision being sent to the approved tool's result being recorded. The floor runs the same"
+        " command through the same tool function in the same sandbox, so the ratio is our bookkeeping.",
         "",
     ]
-    rows = [
-        ["ours: ConversationWorkflow", s["ours"]["p50_ms"], s["ours"]["p90_ms"], s["ours"]["p99_ms"], s["ours"]["n"]],
-        ["floor: wait on a signal, run one activity", *(s["floor"][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))],
-        ["**ratio ours / floor**", *(f"**{s['ratio'][k]}x**" for k in ("p50_ms", "p90_ms", "p99_ms")), ""],
+    keys = ("p50_ms", "p90_ms", "p99_ms", "n")
+    groups = [
+        ("ours, projection on SQLite", "ours", "ratio", "ours (SQLite) / floor"),
+        ("ours, projection on PostgreSQL", "ours_postgres", "ratio_postgres", "ours (PostgreSQL) / floor"),
+    ]
+    if "before" in s:
+        revision = f" ({baseline['revision']}, {baseline['commit']})" if baseline else ""
+        groups.append((f"before: the baseline's worker{revision}, SQLite", "before", "ratio_before", "before / floor"))
+    rows = [[label, *(s[key][k] for k in keys)] for label, key, _, _ in groups if key in s]
+    rows.append(["floor: wait on a signal, run one activity", *(s["floor"][k] for k in keys)])
+    rows += [
+        [f"**{name}**", *(f"**{s[ratio][k]}x**" for k in keys[:3]), ""] for _, _, ratio, name in groups if ratio in s
     ]
     if peer:
         r = peer["resume_to_tool_result_stored"]
@@ -41,6 +50,14 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None) -> list[str]:
         f"The p50 ratio in {len(s['p50_ratio_per_block'])} consecutive blocks of the run: {blocks}"
         f" (median {s['p50_ratio_median_of_blocks']}x). LangGraph runs in the bench process, with no server hop."
     )
+    if "sandbox" in s:
+        box = s["sandbox"]
+        out += [
+            "",
+            f"The sandbox apart (the approved command through the same tool function, {box['sandboxed']['n']} times"
+            f" each, interleaved): {box['sandboxed']['p50_ms']} ms p50 sandboxed ({box['launcher'].split(':')[0]}),"
+            f" {box['unsandboxed']['p50_ms']} ms without; both ours and the floor pay it.",
+        ]
     return [*out, ""]
 
 
@@ -101,12 +118,15 @@ def _parked(s: dict[str, Any]) -> list[str]:
 
 
 def _recovery(s: dict[str, Any]) -> list[str]:
-    out = ["## 3. Recovery after SIGKILL with every approval waiting", ""]
-    rows = [[f"{s['approvals']:,}", s["worker_start_seconds"], s["seconds_to_send_all_decisions"],
-             s["seconds_until_every_turn_complete"], s["approvals_per_second"], f"{s['tools_run']:,}",
-             f"{s['model_requests']:,} / {s['assistant_messages']:,}"]]  # fmt: skip
-    head = ["approvals", "new worker ready s", "all decisions sent s", "every turn complete s", "approvals/s",
-            "tools run", "model requests / assistant messages"]  # fmt: skip
+    workers = s.get("workers", 1)
+    out = [f"## 3. Recovery after SIGKILL with every approval waiting ({workers} new worker(s))", ""]
+    backends = s.get("backends") or {"sqlite": s}
+    rows = [[backend, f"{r['approvals']:,}", r.get("workers_start_seconds", r.get("worker_start_seconds")),
+             r["seconds_to_send_all_decisions"], r["seconds_until_every_turn_complete"], r["approvals_per_second"],
+             f"{r['tools_run']:,}", f"{r['model_requests']:,} / {r['assistant_messages']:,}"]
+            for backend, r in backends.items()]  # fmt: skip
+    head = ["backend", "approvals", "new workers ready s", "all decisions sent s", "every turn complete s",
+            "approvals/s", "tools run", "model requests / assistant messages"]  # fmt: skip
     return out + _table(head, rows)
 
 
@@ -168,6 +188,8 @@ def _peer(s: dict[str, Any], latency: dict[str, Any] | None, recovery: dict[str,
     out = ["## 6. Peer: LangGraph interrupt() with its SQLite checkpointer", ""]
     r = s["resume_to_tool_result_stored"]
     ours = f"{latency['ours']['p50_ms']} / {latency['ours']['p99_ms']}" if latency else "n/a"
+    if recovery and "backends" in recovery:
+        recovery = recovery["backends"].get("sqlite")
     ours_reasked = f"{recovery['model_requests'] - recovery['assistant_messages']:,}" if recovery else "n/a"
     rows = [
         ["decision to tool result stored, p50 / p99 ms", ours, f"{r['p50_ms']} / {r['p99_ms']}"],
@@ -274,7 +296,15 @@ def render(results: dict[str, Any]) -> str:
             "",
         ]
     if "latency" in sc:
-        lines += _latency(sc["latency"], sc.get("langgraph"))
+        baseline = results.get("baseline") or next(
+            (
+                r["baseline"]
+                for r in reversed(results.get("reruns", []))
+                if "latency" in r["scenarios"] and "baseline" in r
+            ),
+            None,
+        )
+        lines += _latency(sc["latency"], sc.get("langgraph"), baseline)
     if "latency_extstore" in sc:
         lines += _latency_extstore(sc["latency_extstore"])
     if "parked" in sc:

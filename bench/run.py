@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,12 +61,16 @@ SETTINGS = [
     "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, the SQLite"
     " projection's calls on threads) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
     "APPROVAL_TIMEOUT 7 days; the default policy (run_shell asks). The approved tool is run_shell"
-    " `echo TAG >> ran.log`; the floor's activity runs the same command through the same tool function.",
+    " `echo TAG >> ran.log`; the floor's activity runs the same command through the same tool function, in the"
+    " same sandbox (the worker's policy); the sandbox's own cost is measured apart in the latency scenario.",
     "The model is demo_model's scripted OpenAI-compatible server over HTTP, in the bench process; the worker"
     " calls it with the real openai client. Two model calls per turn: the tool call, then the answer.",
     "Decisions go through control.send_decision (projection claim, then signal), as the CLI and UI send them.",
-    "Latency: one approval at a time, ours and the floor alternating; times are client clock at send to the"
-    " ActivityTaskCompleted event time in history (same machine clock). Recovery: 50 decisions in flight.",
+    "Latency: one approval at a time, ours (projection on SQLite, on PostgreSQL, and with --baseline the"
+    " baseline revision's worker) and the floor alternating; times are client clock at send to the"
+    " ActivityTaskCompleted event time in history (same machine clock). Decisions go through one open"
+    " ProjectionStore per projection, as a running UI holds it. Recovery: two new workers, 50 decisions in"
+    " flight, once per backend.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
     "Payload store: the local driver (files under the run's directory, fsync and rename per write),"
     " PAYLOAD_STORE_THRESHOLD 64 KiB; latency_extstore sets it to 0 for ours, so every payload of ours is stored.",
@@ -101,7 +106,17 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = False) -> int:
+def export_revision(revision: str, into: Path) -> Path:
+    """The source tree of an earlier revision of this repository, for the latency scenario's "before"."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", revision], cwd=HERE.parent, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+async def main(
+    names: list[str], quick: bool, out_dir: Path, server_db: bool = False, baseline: str | None = None
+) -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-"))
     server = bench_server(root / "temporal.log", root / "temporal.db" if server_db else None).start()
     model = start_model()
@@ -117,6 +132,14 @@ async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = F
     }
     client = await server.client(Settings(payload_store=str(payload_dir(root))))
     bench = Bench(root=root, server=server, client=client, model=model)
+    if baseline is not None:
+        bench.baseline = export_revision(baseline, root / "baseline")
+        results["baseline"] = {
+            "revision": baseline,
+            "commit": subprocess.run(
+                ["git", "rev-parse", "--short", baseline], cwd=HERE.parent, capture_output=True, text=True, check=True
+            ).stdout.strip(),
+        }
     say(f"dev server on {server.address}, scripted model on {model.base_url}, files in {root}")
     try:
         for name in names:
@@ -133,6 +156,7 @@ async def main(names: list[str], quick: bool, out_dir: Path, server_db: bool = F
             results["load_average"][name] = [round(x, 2) for x in os.getloadavg()]
             say(f"=== {name} done in {time.monotonic() - t0:.0f}s (load average {os.getloadavg()[0]:.1f}) ===")
     finally:
+        bench.close()
         model.stop()
         server.stop()
     results["duration_seconds"] = round(time.monotonic() - started, 1)
@@ -157,6 +181,8 @@ def merged(path: Path, new: dict[str, Any], names: list[str]) -> dict[str, Any]:
         return new
     old: dict[str, Any] = json.loads(path.read_text())
     rerun = {"scenarios": names, **{k: new[k] for k in ("started_at", "mode", "duration_seconds", "machine")}}
+    if "baseline" in new:
+        rerun["baseline"] = new["baseline"]
     old["scenarios"].update(new["scenarios"])
     old["load_average"].update(new["load_average"])
     kept = [c for c in old["checks"] if c["name"].split(":")[0].split("(")[0] not in names]
@@ -175,12 +201,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", action="append", choices=list(SCENARIOS), help="run only this scenario")
     parser.add_argument("--server-db", action="store_true", help="keep the dev server's history in a SQLite file")
     parser.add_argument("--out", type=Path, default=HERE, help="where results.json and results.md go")
+    parser.add_argument(
+        "--baseline", metavar="REVISION", help="also time this git revision's worker in the latency scenario (before)"
+    )
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     args = parse(sys.argv[1:])
-    code = asyncio.run(main(args.only or list(SCENARIOS), args.quick, args.out, args.server_db))
+    code = asyncio.run(main(args.only or list(SCENARIOS), args.quick, args.out, args.server_db, args.baseline))
     sys.stdout.flush()
     # The Temporal client can crash at interpreter exit (sdk-python #300); the work is done here.
     os._exit(code)

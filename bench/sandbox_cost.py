@@ -27,15 +27,17 @@ VARIANTS = {
 }
 
 
-async def measure(n: int, workspace: Path) -> dict[str, Any]:
-    variants = {name: p for name, p in VARIANTS.items() if not p.enabled or shutil.which(p.launcher)}
+async def measure(
+    n: int, workspace: Path, variants: dict[str, SandboxPolicy] | None = None, command: str = "true"
+) -> dict[str, Any]:
+    variants = variants or {name: p for name, p in VARIANTS.items() if not p.enabled or shutil.which(p.launcher)}
     times: dict[str, list[float]] = {name: [] for name in variants}
     for policy in variants.values():  # a first run probes the launcher; not timed
-        await run_shell(Workspace(workspace, policy), KvStore({}), {"command": "true"}, lambda: None)
+        await run_shell(Workspace(workspace, policy), KvStore({}), {"command": command}, lambda: None)
     for _ in range(n):
         for name, policy in variants.items():
             started = time.perf_counter()
-            out = await run_shell(Workspace(workspace, policy), KvStore({}), {"command": "true"}, lambda: None)
+            out = await run_shell(Workspace(workspace, policy), KvStore({}), {"command": command}, lambda: None)
             times[name].append(time.perf_counter() - started)
             assert out == "exit code 0\n", out
     return {name: summary_ms(values) for name, values in times.items()}

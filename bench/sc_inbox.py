@@ -112,8 +112,6 @@ async def measure(bench: Bench, store: ProjectionStore, rows: int, label: str) -
 
 
 async def run(bench: Bench, rows: int) -> dict[str, Any]:
-    from tests.postgres import PostgresServer
-
     out: dict[str, Any] = {"rows": rows, "pending": rows // PENDING_EVERY, "page": PAGE, "backends": {}}
     db = bench.root / "inbox" / "approvals.db"
     t0 = time.monotonic()
@@ -123,15 +121,11 @@ async def run(bench: Bench, rows: int) -> dict[str, Any]:
     out["backends"]["sqlite"] = await measure(bench, store, rows, "sqlite")
     await store.close()
 
-    server = PostgresServer().start()
-    try:
-        url = server.new_database()
-        t0 = time.monotonic()
-        await populate_postgres(url, rows)
-        say(f"inbox: {rows} rows written to PostgreSQL in {time.monotonic() - t0:.1f}s")
-        store = ProjectionStore(url)
-        out["backends"]["postgresql"] = await measure(bench, store, rows, "postgresql")
-        await store.close()
-    finally:
-        server.stop()
+    url = bench.postgres_database()
+    t0 = time.monotonic()
+    await populate_postgres(url, rows)
+    say(f"inbox: {rows} rows written to PostgreSQL in {time.monotonic() - t0:.1f}s")
+    store = ProjectionStore(url)
+    out["backends"]["postgresql"] = await measure(bench, store, rows, "postgresql")
+    await store.close()
     return out

@@ -3,56 +3,70 @@
 Latency = from the moment the decision is sent (before `send_decision`, which claims the request
 in the projection and signals) to the moment the approved tool's result is recorded in history
 (its ActivityTaskCompleted event). Ours and the floor alternate one approval at a time, so both
-see the same machine noise, and each waits for the previous one to finish so none overlap.
+see the same machine noise, and each waits for the previous one to finish so none overlap. The
+floor runs the same command in the same sandbox, so the ratio is our bookkeeping; what the sandbox
+itself costs is measured apart, in the same run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
-from bench import script
-from bench.drive import approval_latencies, approve, new_ids, pending_requests, scalar, start_all, wait_pending
+from activities.sandbox import describe as sandbox_launcher
+from bench import sandbox_cost, script
+from bench.drive import approval_latencies, approve, new_ids, pending_requests, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
+from projection.store import ProjectionStore
+from settings import Settings
 from workflows.activity_calls import EXECUTE_TOOL
 
 BLOCKS = 4
 
 
 async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> dict[str, Any]:
-    """With stored_threshold, a third group runs interleaved with the other two: ours with
-    PAYLOAD_STORE_THRESHOLD=stored_threshold (0: every payload of the conversation is stored)."""
+    """Ours with the projection on SQLite and on PostgreSQL, the baseline revision's worker when the
+    run has one ("before"), and the floor, one approval each in turn. With stored_threshold, the
+    groups are ours and ours with PAYLOAD_STORE_THRESHOLD=stored_threshold (0: every payload stored)."""
     label = "latency" if stored_threshold is None else f"latency_extstore(threshold={stored_threshold})"
-    ours_settings, floor_settings = bench.settings("latency"), bench.settings("floor")
-    stored_settings = None if stored_threshold is None else bench.settings("stored", stored_threshold)
-    groups = [ours_settings] + ([] if stored_settings is None else [stored_settings])
-    for settings in groups:
-        bench.start_worker(settings, "ours", DEFAULT_CACHE)
+    groups: dict[str, tuple[Settings, Path | None]] = {"ours": (bench.settings("latency"), None)}
+    if stored_threshold is not None:
+        groups["ours_stored"] = (bench.settings("stored", stored_threshold), None)
+    else:
+        groups["ours_postgres"] = (bench.settings("latency-pg", backend="postgresql"), None)
+        if bench.baseline is not None:
+            groups["before"] = (bench.settings("latency-before"), bench.baseline)
+    floor_settings = bench.settings("floor")
+    for settings, checkout in groups.values():
+        bench.start_worker(settings, "ours", DEFAULT_CACHE, checkout)
     bench.start_worker(floor_settings, "floor", DEFAULT_CACHE)
-    ids = [new_ids(f"lat{n}", count) for n in range(len(groups))]
+    ids = {name: new_ids(f"lat-{name.replace('_', '-')}", count) for name in groups}
     floor_ids = new_ids("floor", count)
-    say(f"{label}: starting {count} conversations per group and {count} floor workflows")
-    for settings, group_ids in zip(groups, ids, strict=True):
-        await start_all(bench.client, settings, group_ids)
+    say(f"{label}: starting {count} conversations for each of {', '.join(groups)} and {count} floor workflows")
+    for name, (settings, _) in groups.items():
+        await start_all(bench.client, settings, ids[name])
     for fid in floor_ids:
         await bench.client.start_workflow(
             FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=floor_settings.task_queue
         )
     requests: dict[str, str] = {}
-    for settings in groups:
+    for settings, _ in groups.values():
         await wait_pending(settings.approvals_db, count)
         requests |= pending_requests(settings.approvals_db)
+    # One open store per projection, as a running UI holds it.
+    stores = {name: ProjectionStore(settings.approvals_db) for name, (settings, _) in groups.items()}
     sent: dict[str, float] = {}
-    idle_sql = "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?"
     for i in range(count):
-        for settings, group_ids in zip(groups, ids, strict=True):
-            cid = group_ids[i]
+        for name, (settings, _) in groups.items():
+            cid = ids[name][i]
             sent[cid] = time.time()
-            await approve(bench.client, settings, requests[cid])
-            while scalar(settings.approvals_db, idle_sql, cid) != "idle":
+            await approve(bench.client, settings, requests[cid], stores[name])
+            while ((await stores[name].conversation(cid)) or {}).get("turn_status") != "idle":
                 await asyncio.sleep(0.002)
         handle = bench.client.get_workflow_handle(floor_ids[i])
         sent[floor_ids[i]] = time.time()
@@ -60,24 +74,42 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         await handle.result()
         if (i + 1) % 50 == 0:
             say(f"{label}: {i + 1}/{count} approvals each")
-    measured = [await approval_latencies(bench.client, group_ids, sent, EXECUTE_TOOL) for group_ids in ids]
+    for store in stores.values():
+        await store.close()
+    measured = {name: await approval_latencies(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
     ran: dict[str, int] = ran_counts(floor_settings)
-    for settings in groups:
+    for settings, _ in groups.values():
         ran |= ran_counts(settings)
     runs = (len(groups) + 1) * count
     bench.check(f"{label}: approved tools ran once each", runs, sum(1 for n in ran.values() if n == 1))
-    result = _compare(measured[0], floor)
+    result = _compare(measured["ours"], floor)
     say(f"{label}: ours p50 {result['ours']['p50_ms']} ms, floor p50 {result['floor']['p50_ms']} ms")
-    if len(measured) > 1:
-        stored = _compare(measured[1], floor)
-        result["ours_stored"], result["ratio_stored"] = stored["ours"], stored["ratio"]
-        result["p50_ratio_stored_per_block"] = stored["p50_ratio_per_block"]
-        result["stored_over_inline_p50_per_block"] = block_ratios(measured[1], measured[0])
+    for name in groups:
+        if name == "ours":
+            continue
+        other = _compare(measured[name], floor)
+        suffix = name.removeprefix("ours_")
+        result[name], result[f"ratio_{suffix}"] = other["ours"], other["ratio"]
+        result[f"p50_ratio_{suffix}_per_block"] = other["p50_ratio_per_block"]
+        say(f"{label}: {name} p50 {other['ours']['p50_ms']} ms, ratio {other['ratio']}")
+    if "ours_stored" in groups:
+        result["stored_over_inline_p50_per_block"] = block_ratios(measured["ours_stored"], measured["ours"])
         result["payload_store_threshold"] = stored_threshold
-        say(f"{label}: every payload stored p50 {stored['ours']['p50_ms']} ms, ratio {stored['ratio']}")
+    if stored_threshold is None:
+        result["sandbox"] = await sandbox_apart(floor_settings, count)
+        say(f"{label}: the sandbox alone: {result['sandbox']}")
     return result | {"approvals": count}
+
+
+async def sandbox_apart(settings: Settings, count: int) -> dict[str, Any]:
+    """What the sandbox adds to the approved command, measured apart from both (same function, same
+    policy as the workers use, and without it), interleaved in the bench process."""
+    policy = settings.sandbox_policy()
+    variants = {"sandboxed": policy, "unsandboxed": dataclasses.replace(policy, enabled=False)}
+    times = await sandbox_cost.measure(count, settings.workspace_dir, variants, script.shell_command("sandbox"))
+    return {**times, "launcher": sandbox_launcher(policy)}
 
 
 def _compare(ours: list[float], floor: list[float]) -> dict[str, Any]:

@@ -26,7 +26,8 @@ async def main(kind: str, cache: int) -> None:
         worker = build_worker(client, settings, max_cached_workflows=cache)
     else:
         settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-        floor = FloorActivities(settings.workspace_dir)
+        # The same sandbox as ours: the floor's tool runs the way the approved tool of ours runs.
+        floor = FloorActivities(settings.workspace_dir, settings.sandbox_policy())
         worker = Worker(
             client,
             task_queue=settings.task_queue,

@@ -103,10 +103,16 @@ async def wait_pending(db: Db, conversation_id: str, count: int, timeout: float 
     return await eventually(check, timeout=timeout)
 
 
-async def wait_status(client: Client, conversation_id: str, status: str, timeout: float = 30.0) -> ConversationState:
+async def wait_status(
+    client: Client, conversation_id: str, status: str, timeout: float = 30.0, *, tool_results: int = 0
+) -> ConversationState:
+    """tool_results: also wait for that many tool results, since a message just sent may not have
+    moved an idle conversation yet."""
+
     async def check() -> ConversationState | None:
         state = await get_state(client, conversation_id)
-        return state if state.turn_status == status else None
+        done = state.turn_status == status and len(tool_messages(state)) >= tool_results
+        return state if done else None
 
     return await eventually(check, timeout=timeout)
 

@@ -52,15 +52,15 @@ async def test_always_allow_covers_siblings_and_later_turns_but_not_denies(
         assert approvals_of(settings, cid) == 2
 
         await send_message(client, cid, "echo c > c.txt")
-        await wait_status(client, cid, "idle")
+        await wait_status(client, cid, "idle", tool_results=3)
         assert (ws / "c.txt").exists()
         assert approvals_of(settings, cid) == 2, "a later turn ran without asking"
 
         await send_message(client, cid, "sudo touch root.txt")
-        state = await wait_status(client, cid, "idle")
+        state = await wait_status(client, cid, "idle", tool_results=4)
         assert "deny rule" in tool_messages(state)[-1]
         await send_message(client, cid, "echo ok; sudo touch hidden.txt")
-        state = await wait_status(client, cid, "idle")
+        state = await wait_status(client, cid, "idle", tool_results=5)
         assert "deny rule" in tool_messages(state)[-1], "a denied segment cannot hide in a compound command"
     assert not (ws / "root.txt").exists() and not (ws / "hidden.txt").exists()
     assert pending_rows(settings.approvals_db, cid) == []
@@ -78,10 +78,10 @@ async def test_auto_approve_runs_asks_but_still_honours_deny(
 
         await client.get_workflow_handle(cid).signal(SIGNAL_SET_AUTO_APPROVE, AutoApproveInput(enabled=True))
         await send_message(client, cid, "echo auto > auto.txt")
-        state = await wait_status(client, cid, "idle")
+        state = await wait_status(client, cid, "idle", tool_results=2)
         assert state.auto_approve is True
         await send_message(client, cid, "sudo rm -rf /tmp/anything")
-        state = await wait_status(client, cid, "idle")
+        state = await wait_status(client, cid, "idle", tool_results=3)
     assert (settings.workspace_dir / "auto.txt").read_text() == "auto\n"
     assert not (settings.workspace_dir / "before.txt").exists()
     assert "deny rule" in tool_messages(state)[-1]

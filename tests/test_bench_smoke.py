@@ -1,4 +1,5 @@
-"""The bench harness still proves what it claims: a five-conversation recovery run, counts only.
+"""The bench harness still proves what it claims: a five-conversation recovery run on each backend
+(two new workers after the SIGKILL), counts only.
 
 No timing is asserted here; `make bench` reports the figures.
 """
@@ -31,11 +32,14 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
         result = await sc_recovery.run(bench, 5)
     finally:
         bench.stop_workers()
+        bench.close()
         model.stop()
         server.stop()
     assert [(c.name, c.expected, c.actual) for c in bench.checks if not c.ok] == []
-    assert len(bench.checks) == 4
-    assert (result["tools_run"], result["model_requests"]) == (5, 10)
+    assert len(bench.checks) == 8, "four counts per backend"
+    for backend in ("sqlite", "postgresql"):
+        done = result["backends"][backend]
+        assert (done["tools_run"], done["model_requests"], done["workers"]) == (5, 10, 2), backend
 
 
 async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -> None:

@@ -164,6 +164,27 @@ async def test_a_claim_whose_tool_never_started_runs_on_the_next_attempt(databas
     await ledger.close()
 
 
+async def test_begin_claims_and_starts_in_one_step_for_exactly_one_attempt(database: Db) -> None:
+    """Concurrent attempts on separate ledgers: one begins the tool, the others learn it started;
+    a claim left by an attempt that never started is taken over; a finished result is returned."""
+    ledgers = [Ledger(database if isinstance(database, str) else database.with_name("ledger.db")) for _ in range(6)]
+    begun = await asyncio.gather(
+        *(ledger.begin("perm_c_call_1", "run_shell", n + 1) for n, ledger in enumerate(ledgers))
+    )
+    assert sorted(c.verdict for c in begun) == ["run"] + ["unknown"] * 5
+    assert await ledgers[0].state_of("perm_c_call_1") == "unknown", "a later attempt saw it started"
+
+    await ledgers[0].claim("perm_c_call_2", "write_file", 1)  # an attempt that died before its start
+    assert (await ledgers[1].begin("perm_c_call_2", "write_file", 2)).verdict == "run"
+    assert not await ledgers[0].start("perm_c_call_2", 1), "the first attempt no longer owns it"
+    result = ToolResult(content="wrote")
+    await ledgers[1].finish("perm_c_call_2", result)
+    again = await ledgers[2].begin("perm_c_call_2", "write_file", 3)
+    assert (again.verdict, again.result) == ("finished", result)
+    for ledger in ledgers:
+        await ledger.close()
+
+
 async def test_keyset_pages_list_every_row_once_newest_first(database: Db) -> None:
     store = ProjectionStore(database)
     for i in range(23):

@@ -54,6 +54,9 @@ LLM_RETRY = RetryPolicy(
     non_retryable_error_types=["LlmBadRequest", "LlmAuthentication"],
 )
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=4)
+# A projection write takes milliseconds; one lost with a killed worker is retried after this, so the
+# read model never lags a finished workflow by long. (Timeouts are not part of replay's command check.)
+PROJECTION_TIMEOUT = timedelta(seconds=10)
 PROJECTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
 # A receiver that is down is tried again and again, backing off to a minute, until the request expires.
 NOTIFY_RETRY = RetryPolicy(
@@ -99,7 +102,7 @@ async def pick_tool_host() -> str:
     return await workflow.execute_activity(
         PICK_TOOL_HOST,
         result_type=str,
-        start_to_close_timeout=timedelta(seconds=30),
+        start_to_close_timeout=PROJECTION_TIMEOUT,
         retry_policy=PROJECTION_RETRY,
         summary="pin this conversation's tools to a worker host",
     )
@@ -136,7 +139,7 @@ async def project(
     await workflow.execute_activity(
         name,
         payload,
-        start_to_close_timeout=timedelta(seconds=30),
+        start_to_close_timeout=PROJECTION_TIMEOUT,
         retry_policy=PROJECTION_RETRY,
         summary=summary,
     )
@@ -147,7 +150,7 @@ async def project_approval_changed(record: ApprovalRecord, what: str) -> None:
     await workflow.execute_activity(
         PROJECT_APPROVAL_CHANGED,
         record,
-        start_to_close_timeout=timedelta(seconds=30),
+        start_to_close_timeout=PROJECTION_TIMEOUT,
         retry_policy=PROJECTION_RETRY,
         summary=f"projection: {record.request_id} {what}",
     )

@@ -372,6 +372,12 @@ class ToolRequest(BaseModel):
     kv: dict[str, Any] = Field(default_factory=dict)
     network: bool = Field(default=False, description="the sandbox shares the host's network (a network rule matched)")
     tool: ToolDef | None = Field(default=None, description="the definition offered this turn; None: a built-in")
+    run_on: str | None = Field(
+        default=None, description="the host task queue whose worker may run it; another host answers wrong_host"
+    )
+    resolved: ApprovalResolvedProjection | None = Field(
+        default=None, description="the approval's resolution, written to the read model right before the tool runs"
+    )
 
 
 class ListToolsInput(BaseModel):
@@ -384,6 +390,7 @@ class ToolResult(BaseModel):
     is_error: bool = False
     outcome_unknown: bool = False
     kv: dict[str, Any] | None = Field(default=None, description="new kv state when the tool changed it")
+    wrong_host: bool = Field(default=False, description="not run: this worker is not on the request's run_on host")
 
 
 class ProjectionEvent(BaseModel):

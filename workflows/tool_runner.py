@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
-        ApprovalResolvedProjection,
         ChatMessage,
         ListToolsInput,
         PolicyRules,
@@ -34,13 +33,14 @@ with workflow.unsafe.imports_passed_through():
         ToolDef,
         ToolRequest,
         ToolResult,
-        TurnStatus,
         request_id_for,
     )
     from workflows.notify_plan import plan_for
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.reminders import RequestTimers
+    from workflows.resolutions import ResolutionMirror
     from workflows.status import StatusKeeper
+    from workflows.tool_dispatch import run_pinned
     from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
     from workflows.tool_specs import BUILTIN_CATALOG
 
@@ -89,6 +89,7 @@ class ToolRunner:
         self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
+        self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
         enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
@@ -183,7 +184,7 @@ class ToolRunner:
             self._record(plan.call, "Not run: the conversation was closed first.")
             return
         arguments, note = ran_with(plan.record, plan.arguments)
-        await self._execute(turn_id, plan.call, plan.spec, arguments, note)
+        await self._execute(turn_id, plan.call, plan.spec, arguments, note, plan.record)
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
@@ -232,19 +233,19 @@ class ToolRunner:
             expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
             changed=lambda what: calls.project_approval_changed(record, what),
         ).wait()
-        pending = book.pending()
-        after: TurnStatus = "awaiting_approval" if pending else ("closed" if ctx.is_closed() else "running")
-        resolved_event = status.event(
-            "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
-        )
-        await calls.project(
-            ApprovalResolvedProjection(approval=record, conversation=status.snapshot(after, pending, [resolved_event]))
-        )
+        await self._resolutions.mirror(record)
 
     async def _execute(
-        self, turn_id: str, call: ToolCall, spec: ToolDef, arguments: dict[str, Any], note: str | None = None
+        self,
+        turn_id: str,
+        call: ToolCall,
+        spec: ToolDef,
+        arguments: dict[str, Any],
+        note: str | None = None,
+        record: ApprovalRecord | None = None,
     ) -> None:
         ctx = self._ctx
+        resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
             turn_id=turn_id,
@@ -255,14 +256,17 @@ class ToolRunner:
             kv=ctx.get_kv(),
             tool=None if spec.source == "builtin" else spec,
             network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
+            resolved=resolved,
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
             try:
-                result = await calls.run_tool(request, spec.source, summary, await ctx.tool_queue())
+                result = await run_pinned(request, spec.source, summary, await ctx.tool_queue())
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
+                if resolved is not None:  # its activity may have failed before writing it
+                    await calls.project(resolved)
         if result.kv is not None:
             ctx.set_kv(result.kv)
         self._record(call, result.content if note is None else f"{note}\n\n{result.content}")

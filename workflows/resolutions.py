@@ -1,0 +1,56 @@
+"""Who mirrors an approval's resolution into the read model: its own projection activity, or the
+approved tool's activity, which writes it right before the tool runs.
+
+Carrying it with the tool saves an activity and a workflow task per approval, on the path from a
+decision to the tool's result. It is carried only when the tool starts at once (no other tool
+holds the runner's lock), so the read model never waits on another tool to show a decision; and
+whichever of the two sides comes first in the workflow decides, so exactly one writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import activity_calls as calls
+    from workflows.approvals import ApprovalBook
+    from workflows.models import ApprovalRecord, ApprovalResolvedProjection, TurnStatus
+    from workflows.status import StatusKeeper
+
+# An approved tool's activity writes the approval's resolution; before, an activity of its own did.
+CARRY_RESOLUTION_PATCH = "resolution-with-the-tool"
+
+
+class ResolutionMirror:
+    def __init__(self, book: ApprovalBook, status: StatusKeeper, is_closed: Callable[[], bool]) -> None:
+        self._book, self._status, self._is_closed = book, status, is_closed
+        self._written: set[str] = set()  # mirrored by their own activity
+        self._carried: set[str] = set()  # handed to the approved tool's activity
+
+    def payload(self, record: ApprovalRecord) -> ApprovalResolvedProjection:
+        """The resolution and the conversation's status after it (made current in Temporal too)."""
+        pending = self._book.pending()
+        after: TurnStatus = "awaiting_approval" if pending else ("closed" if self._is_closed() else "running")
+        event = self._status.event(
+            "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
+        )
+        return ApprovalResolvedProjection(approval=record, conversation=self._status.snapshot(after, pending, [event]))
+
+    async def mirror(self, record: ApprovalRecord) -> None:
+        """The request is resolved: write it, unless the approved tool carries it."""
+        if record.request_id in self._carried:
+            return
+        self._written.add(record.request_id)
+        await calls.project(self.payload(record))
+
+    def carry(self, record: ApprovalRecord | None, tool_waits: bool) -> ApprovalResolvedProjection | None:
+        """The resolution for the approved tool's activity to write, or None (written already or
+        about to be by its own activity, not an asked call, or the tool would wait for another)."""
+        if record is None or record.request_id in self._written or tool_waits:
+            return None
+        if not workflow.patched(CARRY_RESOLUTION_PATCH):
+            return None
+        self._carried.add(record.request_id)
+        return self.payload(record)
