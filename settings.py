@@ -112,6 +112,17 @@ def _count_env(name: str, default: int) -> int:
     return value
 
 
+def _switch_env(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("on", "true", "1", "yes"):
+        return True
+    if raw in ("off", "false", "0", "no"):
+        return False
+    raise ConfigError(f"{name} must be on or off, not {raw!r}")
+
+
 def _database(name: str, default: str | None) -> str | Path | None:
     """A database setting: a PostgreSQL URL stays a string, anything else is a SQLite path."""
     from projection.backend import is_postgres, sqlite_path
@@ -142,6 +153,8 @@ class Settings:
     openai_base_url: str = field(default_factory=_model_url)
     openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
     llm_model: str = field(default_factory=_model_name)
+    # LLM_STREAM=off asks for whole replies (endpoints that cannot stream); on by default.
+    llm_stream: bool = field(default_factory=lambda: _switch_env("LLM_STREAM", True))
     approval_timeout: float = field(default_factory=lambda: _float_env("APPROVAL_TIMEOUT", 604800.0))
     policy_file: str | None = field(default_factory=lambda: os.environ.get("POLICY_FILE") or None)
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))

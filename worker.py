@@ -72,7 +72,14 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     projection = ProjectionStore(settings.approvals_db)
     ledger = Ledger(settings.ledger_db)
-    llm = LlmActivities(settings.openai_base_url, settings.openai_api_key, settings.llm_model)
+    # Streamed text goes through this process's own projection store, beside the workflow's writes.
+    llm = LlmActivities(
+        settings.openai_base_url,
+        settings.openai_api_key,
+        settings.llm_model,
+        stream=settings.llm_stream,
+        deltas=projection,
+    )
     sandbox = settings.sandbox_policy()
     sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox)
     tools = ToolActivities(settings.workspace_dir, ledger, projection, sources, sandbox, settings.host_task_queue)

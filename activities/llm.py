@@ -1,4 +1,9 @@
-"""call_llm: one Chat Completions request through the openai client, retried by Temporal only."""
+"""call_llm: one Chat Completions request through the openai client, retried by Temporal only.
+
+With streaming on (LLM_STREAM, the default) the reply is read as it is written and its text goes
+to the read model's event log while the call runs (activities/llm_stream.py); the activity's result,
+the one message history records, is the same either way.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.llm_errors import is_context_window_error
+from activities.llm_stream import streamed_reply
+from activities.stream_publisher import DeltaPublisher, DeltaSink
 from workflows.activity_calls import CALL_LLM, ERROR_CONTEXT_WINDOW
 from workflows.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 
@@ -41,10 +48,46 @@ def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 
 class LlmActivities:
-    def __init__(self, base_url: str, api_key: str, model: str, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float = 120.0,
+        *,
+        stream: bool = False,
+        deltas: DeltaSink | None = None,
+    ) -> None:
         # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
         self._model = model
+        self._stream = stream
+        self._deltas = deltas
+
+    def _publisher(self, request: LlmRequest) -> DeltaPublisher | None:
+        """Only a reply streams to people; a compaction's summary is no message of the conversation."""
+        if self._deltas is None or request.purpose != "reply":
+            return None
+        info = activity.info()
+        return DeltaPublisher(
+            self._deltas,
+            conversation_id=request.conversation_id,
+            turn_id=request.turn_id,
+            call_key=f"{info.workflow_run_id}:{info.activity_id}",
+            call_id=info.activity_id,
+            attempt=info.attempt,
+        )
+
+    async def _streamed(self, body: dict[str, Any], request: LlmRequest) -> LlmReply | None:
+        """The streamed reply, or None when the endpoint refuses to stream (then this worker stops asking)."""
+        try:
+            return await heartbeating(streamed_reply(self._client, body, self._publisher(request)), activity.heartbeat)
+        except openai.BadRequestError as err:
+            if "stream" not in str(err.message).lower():
+                raise
+            activity.logger.warning("the model endpoint refused to stream (%s): asking without streaming", err)
+            self._stream = False
+            return None
 
     @activity.defn(name=CALL_LLM)
     async def call_llm(self, request: LlmRequest) -> LlmReply:
@@ -62,6 +105,8 @@ class LlmActivities:
             body: dict[str, Any] = {"model": self._model, "messages": wire_messages(request.messages)}
             if request.tools:
                 body["tools"] = request.tools
+            if self._stream and (streamed := await self._streamed(body, request)) is not None:
+                return streamed
             completion = await heartbeating(
                 self._client.post("/chat/completions", body=body, cast_to=ChatCompletion), activity.heartbeat
             )

@@ -224,6 +224,52 @@ def _mcp(s: dict[str, Any]) -> list[str]:
     return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
 
 
+def _stream(s: dict[str, Any]) -> list[str]:
+    on, off, probe = s["on"], s["off"], s["workflow_streams"]
+    out = [
+        "## Streaming a reply",
+        "",
+        f"A {s['pieces_per_reply']}-piece reply, one piece every {s['chunk_delay_ms']:g} ms from the scripted model;"
+        f" {s['replies_each']} replies per row, one at a time. Times from the model's first chunk.",
+        "",
+    ]
+    rows = [
+        [
+            "side channel (message.delta in the read model), SSE reader",
+            on["first_token_at_reader"]["p50_ms"],
+            on["first_token_at_reader"]["p90_ms"],
+            on["whole_reply_at_reader"]["p50_ms"],
+            on["delta_events_per_reply"],
+            ", ".join(map(str, on["history_events_per_conversation"])),
+        ],
+        [
+            "no streaming (LLM_STREAM=off), SSE reader",
+            off["first_token_at_reader"]["p50_ms"],
+            off["first_token_at_reader"]["p90_ms"],
+            off["whole_reply_at_reader"]["p50_ms"],
+            off["delta_events_per_reply"],
+            ", ".join(map(str, off["history_events_per_conversation"])),
+        ],
+        [
+            "workflow_streams (probe workflow), subscriber",
+            probe["first_token_at_subscriber"]["p50_ms"],
+            probe["first_token_at_subscriber"]["p90_ms"],
+            "",
+            0,
+            f"{min(probe['history_events_per_reply'])}-{max(probe['history_events_per_reply'])}"
+            f" ({'/'.join(map(str, probe['publish_signals_per_reply']))} signals,"
+            f" {'/'.join(map(str, probe['poll_updates_per_reply']))} poll updates)",
+        ],
+    ]
+    head = ["", "first text p50 ms", "p90 ms", "whole reply p50 ms", "projection writes", "history events"]
+    write = s["delta_write_ms"]
+    tail = [
+        f"One message.delta write (SQLite): p50 {write['p50_ms']} ms, p99 {write['p99_ms']} ms.",
+        "",
+    ]
+    return [*out, *_table(head, rows), *tail]
+
+
 def _edit(s: dict[str, Any]) -> list[str]:
     how = "Alternating, one worker, same run: a signal, or the `decide` update."
     out = ["## An edit beside a plain approval", "", how, ""]
@@ -278,6 +324,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _peer(sc["langgraph"], sc.get("latency"), sc.get("recovery"))
     if "mcp" in sc:
         lines += _mcp(sc["mcp"])
+    if "stream" in sc:
+        lines += _stream(sc["stream"])
     if "edit" in sc:
         lines += _edit(sc["edit"])
     lines += ["## Correctness counts", ""]

@@ -20,7 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import report, sc_edit, sc_history, sc_inbox, sc_langgraph, sc_latency, sc_mcp, sc_parked, sc_recovery
+from bench import (
+    report,
+    sc_edit,
+    sc_history,
+    sc_inbox,
+    sc_langgraph,
+    sc_latency,
+    sc_mcp,
+    sc_parked,
+    sc_recovery,
+    sc_stream,
+)
 from bench.devserver import bench_server
 from bench.harness import Bench, payload_dir, say
 from bench.machine import describe_machine
@@ -40,6 +51,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "inbox": (100_000, 10_000),
     "langgraph": (200, 30),
     "mcp": (100, 20),
+    "stream": (20, 5),
     "edit": (100, 20),
 }
 
@@ -89,6 +101,7 @@ SCENARIOS: dict[str, Scenario] = {
     "inbox": sc_inbox.run,
     "langgraph": sc_langgraph.run,
     "mcp": sc_mcp.run,
+    "stream": sc_stream.run,
     "edit": sc_edit.run,
 }
 

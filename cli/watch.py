@@ -1,7 +1,8 @@
 """`watch CONVERSATION`: follow a conversation until its turn idles or waits for a person.
 
 The projection's event log is the timeline (it works with no worker running); when a worker
-answers the bounded state query, new transcript messages are shown too.
+answers the bounded state query, new transcript messages are shown too. The reply the model is
+writing streams in as it comes (cli/stream_printer.py), then shows again as the recorded message.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from cli.conversations import query_state, transcript_lines
 from cli.errors import EXIT_OK, CliError, refused
 from cli.output import note, short_time, shown
+from cli.stream_printer import StreamPrinter
 from cli.temporal import Session
 
 SETTLED = {"idle", "awaiting_approval", "failed", "closed"}
@@ -51,6 +53,7 @@ class _Follower:
         self.last_event = 0
         self.seen_messages = 0
         self.worker_answers: bool | None = None
+        self.stream = StreamPrinter()
 
     async def state(self) -> dict[str, Any] | None:
         try:
@@ -74,14 +77,19 @@ class _Follower:
         first = state.get("archived_messages", 0)
         for position, message in enumerate(body, start=first):
             if position >= self.seen_messages:
+                self.stream.end_line()
                 for line in transcript_lines(message):
                     print(line, flush=True)
         self.seen_messages = max(self.seen_messages, first + len(body))
 
     def print_events(self, events: list[dict[str, Any]]) -> None:
         for event in events:
-            print(event_line(event), flush=True)
             self.last_event = event["event_id"]
+            if event["event_type"] == "message.delta":
+                self.stream.show(event["payload"])
+                continue
+            self.stream.end_line()
+            print(event_line(event), flush=True)
 
 
 async def watch(args: argparse.Namespace, session: Session) -> int:

@@ -23,8 +23,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m demo_model", description="The scripted demo model.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument(
+        "--chunk-delay", type=float, default=0.02, help="seconds between two streamed chunks (a reply grows visibly)"
+    )
     args = parser.parse_args(argv)
-    server = ScriptedModelServer(_logged, host=args.host, port=args.port)
+    server = ScriptedModelServer(_logged, host=args.host, port=args.port, chunk_delay=args.chunk_delay)
     print(f"scripted demo model listening on {server.base_url}", flush=True)
     try:
         server.serve_forever()

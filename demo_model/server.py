@@ -1,12 +1,14 @@
 """An OpenAI-compatible Chat Completions endpoint driven by a script, served over real HTTP.
 
 The scripted demo model and the tests' fake models both run on this, so the real openai client
-code path (HTTP, JSON, tool calls) runs everywhere. It counts every request it answers.
+code path (HTTP, JSON, tool calls) runs everywhere. It counts every request it answers. A request
+with `stream: true` is answered as Server-Sent Events in the chunk format (demo_model/streaming.py).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -14,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from demo_model.streaming import chunks, sse
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -88,6 +92,10 @@ class ScriptedModelServer:
     host: str = "127.0.0.1"
     port: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # `stream: true` requests: seconds between chunks, and how many of the next streams to break off
+    # halfway (the connection drops before the finish, as when a model server dies mid-reply).
+    chunk_delay: float = 0.0
+    cut_streams: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -111,7 +119,31 @@ class ScriptedModelServer:
                 except Exception as err:  # a script bug must show as an HTTP error, not a hang
                     return self._send(500, {"error": {"message": str(err), "type": "script_error"}})
                 prompt = approximate_tokens(body.get("messages")) + approximate_tokens(body.get("tools") or [])
-                self._send(200, completion(message, str(body.get("model", "scripted")), prompt))
+                answer = completion(message, str(body.get("model", "scripted")), prompt)
+                if body.get("stream"):
+                    return self._stream(message, answer, body)
+                self._send(200, answer)
+
+            def _stream(self, message: dict[str, Any], answer: dict[str, Any], body: dict[str, Any]) -> None:
+                with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                parts = list(chunks(message, answer["model"], answer["usage"] if with_usage else None))
+                with server._lock:
+                    cut = server.cut_streams > 0
+                    server.cut_streams -= cut
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()  # HTTP/1.0: the body ends when the connection closes
+                for number, part in enumerate(parts):
+                    if cut and number >= len(parts) // 2:
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    self.wfile.write(sse(part))
+                    self.wfile.flush()
+                    if server.chunk_delay:
+                        time.sleep(server.chunk_delay)
+                self.wfile.write(sse("[DONE]"))
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):

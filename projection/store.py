@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from projection import audit, claims, reader, sessions, users, writes
+from projection import audit, claims, reader, sessions, stream_events, users, writes
 from projection.backend import Backend, Tx, open_backend
 from projection.claims import ClaimedDecision
 from projection.reader import ApprovalFilter, Page
@@ -23,6 +23,7 @@ from workflows.models import (
     CompactionProjection,
     ConversationProjection,
     DecisionInput,
+    ProjectionEvent,
 )
 
 
@@ -49,6 +50,10 @@ class ProjectionStore:
 
     async def project_compaction(self, payload: CompactionProjection) -> None:
         await self.backend.run(lambda tx: writes.write_compaction(tx, payload))
+
+    async def append_stream_event(self, event: ProjectionEvent) -> None:
+        """A running model call's streamed text (see projection/stream_events.py)."""
+        await self.backend.run(lambda tx: stream_events.append_event(tx, event))
 
     async def mark_execution(self, request_id: str, state: str) -> None:
         await self.backend.run(lambda tx: writes.mark_execution(tx, request_id, state))

@@ -43,6 +43,10 @@ async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float
 Db = str | Path  # a SQLite file or a PostgreSQL URL, as Settings.approvals_db holds it
 
 
+# The workflow's own events of a conversation, without the streamed text of its model calls.
+TURN_EVENTS = "SELECT event_type FROM ui_events WHERE conversation_id = ? AND event_type <> 'message.delta'"
+
+
 def rows(db: Db, sql: str, *params: Any) -> list[dict[str, Any]]:
     """A test's own look at the tables (`?` placeholders on both backends); [] before they exist."""
     if isinstance(db, str):

@@ -55,6 +55,7 @@ def process_env(settings: Settings, temporal_address: str, **extra: str) -> dict
         APPROVAL_TIMEOUT=str(settings.approval_timeout),
         PAYLOAD_STORE=settings.payload_store_location,
         PAYLOAD_STORE_THRESHOLD=str(settings.payload_store_threshold),
+        LLM_STREAM="on" if settings.llm_stream else "off",
         PYTHONUNBUFFERED="1",
     )
     if settings.s3_endpoint_url:

@@ -52,7 +52,7 @@ class DemoModelProcess:
 
     def start(self) -> DemoModelProcess:
         log = self.log_file.open("ab")
-        command = [sys.executable, "-m", "demo_model", "--port", str(self.port)]
+        command = [sys.executable, "-m", "demo_model", "--port", str(self.port), "--chunk-delay", "0"]
         self.proc = subprocess.Popen(
             command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )

@@ -12,7 +12,7 @@ from control import send_decision, send_message, start_conversation
 from demo_model.server import approximate_tokens, text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import archived, full_transcript, rows, wait_pending, wait_status
+from tests.helpers import TURN_EVENTS, archived, full_transcript, rows, wait_pending, wait_status
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -90,7 +90,7 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
             await send_message(client, cid, text)
             state = await wait_status(client, cid, "idle", timeout=60)
 
-    events = [r["event_type"] for r in rows(db, "SELECT event_type FROM ui_events WHERE conversation_id = ?", cid)]
+    events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
     assert events.count("turn.completed") == len(TURNS) and "turn.failed" not in events
     compactions = events.count("conversation.compacted")
     assert compactions >= 5, f"only {compactions} compaction(s)"
@@ -138,7 +138,7 @@ async def test_a_short_conversation_compacts_twice_and_keeps_its_latest_turn_who
             await send_message(client, cid, f"note {n}")
             state = await wait_status(client, cid, "idle")
 
-    events = [r["event_type"] for r in rows(db, "SELECT event_type FROM ui_events WHERE conversation_id = ?", cid)]
+    events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
     assert events.count("conversation.compacted") >= 2 and events.count("turn.completed") == 6
     summary, *recent = state.messages[1:]
     assert summary.name == "conversation_summary" and "The person asked: note" in (summary.content or "")

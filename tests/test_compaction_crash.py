@@ -17,7 +17,7 @@ from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import held_first, projection_catches_up, wait_turn, worker_process
-from tests.helpers import archived, eventually, full_transcript, rows
+from tests.helpers import TURN_EVENTS, archived, eventually, full_transcript, rows
 from tests.scripts import ScriptedModel, last_role
 
 
@@ -73,7 +73,7 @@ async def test_worker_killed_while_the_summary_is_written(
         gate.set()
     assert 1 < sent < len(turns), "the compaction came in a middle turn"
 
-    events = [r["event_type"] for r in rows(db, "SELECT event_type FROM ui_events WHERE conversation_id = ?", cid)]
+    events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
     assert events.count("turn.started") == events.count("turn.completed") == len(turns)
     compactions = events.count("conversation.compacted")
     assert compactions >= 1

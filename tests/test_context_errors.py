@@ -13,7 +13,7 @@ from control import send_message, start_conversation
 from demo_model.server import ScriptedHttpError, approximate_tokens, text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import full_transcript, rows, wait_status
+from tests.helpers import TURN_EVENTS, full_transcript, rows, wait_status
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
@@ -63,7 +63,7 @@ async def test_context_window_error_compacts_and_the_conversation_goes_on(
             await send_message(client, cid, f"read batch {n}")
             state = await wait_status(client, cid, "idle")
 
-    events = [r["event_type"] for r in rows(db, "SELECT event_type FROM ui_events WHERE conversation_id = ?", cid)]
+    events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
     assert events.count("turn.completed") == 4 and "turn.failed" not in events
     assert behaviour.refused >= 1
     assert events.count("conversation.compacted") >= behaviour.refused

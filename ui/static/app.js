@@ -5,6 +5,7 @@ import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 import { renderControls, setupControls } from "./controls.js";
 import { inTreeOrder } from "./tree.js";
+import { applyDelta, reattach, resetStream } from "./stream.js";
 import { editControls } from "./edit.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
 
@@ -148,6 +149,7 @@ function renderDetail(detail) {
     const items = transcriptItems(detail.messages, archived);
     if (!detail.worker_online) items.push(el("li", "message message-offline", "The transcript needs a running worker."));
     $("transcript").replaceChildren(...items);
+    reattach($("transcript"));
   }
 }
 
@@ -223,6 +225,7 @@ function route() {
   view.selectedId = match ? decodedId(match[1]) : null;
   view.detailSignature = "";
   document.body.classList.toggle("has-selection", Boolean(view.selectedId));
+  resetStream(view.selectedId);
   $("inbox-view").hidden = Boolean(view.selectedId);
   $("conversation-view").hidden = !view.selectedId;
   for (const id of ["conversation-approvals", "decided-cards"]) delete $(id).dataset.key;
@@ -250,6 +253,7 @@ function follow() {
   });
   source.addEventListener("message", (message) => {
     const event = JSON.parse(message.data);
+    if (applyDelta(event, $("transcript"))) return;
     refreshSoon(event.conversation_id);
   });
   source.addEventListener("error", () => {

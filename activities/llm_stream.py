@@ -1,0 +1,90 @@
+"""One streamed Chat Completions call: pieces go to a publisher as they come, the reply is assembled.
+
+Text deltas are joined; a tool call arrives as its index, id and name first, then its arguments in
+pieces, and several calls interleave by index. A stream that ends without a finish reason was cut
+off (the server died, the connection dropped): that is an error the retry policy retries, never a
+half reply handed to the workflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from temporalio.exceptions import ApplicationError
+
+from activities.stream_publisher import DeltaPublisher
+from workflows.models import LlmReply, TokenUsage, ToolCall
+
+ERROR_STREAM_CUT = "LlmStreamCut"
+
+
+@dataclass
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass
+class StreamedReply:
+    content: str = ""
+    calls: dict[int, _Call] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: TokenUsage | None = None
+    saw_content: bool = False
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take one chunk in; returns its new text (for the publisher)."""
+        if chunk.usage is not None and chunk.usage.prompt_tokens > 0:
+            self.usage = TokenUsage(
+                prompt_tokens=chunk.usage.prompt_tokens, completion_tokens=chunk.usage.completion_tokens
+            )
+        if not chunk.choices:
+            return ""
+        choice = chunk.choices[0]
+        if choice.finish_reason is not None:
+            self.finish_reason = choice.finish_reason
+        delta = choice.delta
+        for piece in delta.tool_calls or []:
+            call = self.calls.setdefault(piece.index, _Call())
+            call.id = piece.id or call.id
+            if piece.function is not None:
+                call.name = piece.function.name or call.name
+                call.arguments += piece.function.arguments or ""
+        if delta.content is not None:
+            self.saw_content = True
+            self.content += delta.content
+            return delta.content
+        return ""
+
+    def reply(self) -> LlmReply:
+        calls = [ToolCall(id=c.id, name=c.name, arguments=c.arguments) for _, c in sorted(self.calls.items())]
+        # A message with tool calls and no text says None, as the non-streaming API does.
+        content = self.content if self.content or (self.saw_content and not calls) else None
+        return LlmReply(role="assistant", content=content, tool_calls=calls, usage=self.usage)
+
+
+async def streamed_reply(
+    client: openai.AsyncOpenAI, body: dict[str, Any], publisher: DeltaPublisher | None
+) -> LlmReply:
+    body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    stream = await client.post(
+        "/chat/completions", body=body, cast_to=ChatCompletion, stream=True, stream_cls=AsyncStream[ChatCompletionChunk]
+    )
+    reply = StreamedReply()
+    if publisher is not None:
+        await publisher.start()
+    async with stream:
+        async for chunk in stream:
+            text = reply.add(chunk)
+            if publisher is not None:
+                await publisher.add(text)
+    if reply.finish_reason is None:
+        raise ApplicationError("the model's stream ended before the reply was finished", type=ERROR_STREAM_CUT)
+    if publisher is not None:
+        await publisher.finish()
+    return reply.reply()
