@@ -59,6 +59,7 @@ async def start_conversation(
         conversation_id=conversation_id,
         started_by=started_by,
         policy=settings.load_policy(),
+        delegation=settings.load_delegation(),
         approval_timeout_seconds=settings.approval_timeout,
         inbox=[message],
         context_budget_tokens=settings.context_budget_tokens,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from activities.sandbox import SandboxPolicy
     from activities.tool_config import ToolsConfig
     from ui.proxy_identity import ProxyIdentity
-    from workflows.models import PolicyRules
+    from workflows.models import DelegationLimits, PolicyRules
 
 SANDBOX_CHOICES = ("auto", "bwrap", "unshare", "off")
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
@@ -208,6 +208,29 @@ class Settings:
             raise ConfigError(f"POLICY_FILE {path} does not exist") from None
         except (tomllib.TOMLDecodeError, InvalidRule, ValueError) as err:
             raise ConfigError(f"POLICY_FILE {path} is not a valid policy: {err}") from None
+
+    def load_delegation(self) -> DelegationLimits:
+        """Subagent limits and rules: POLICY_FILE's [delegation] table, DELEGATION_MAX_DEPTH and
+        DELEGATION_MAX_CHILDREN over it. They travel in the workflow input, like the rules."""
+        from pydantic import ValidationError
+
+        from workflows.models import DelegationLimits, PolicyRules
+        from workflows.policy import InvalidRule, validate_rules
+
+        table = self._policy_table().get("delegation", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: [delegation] must be a table")
+        rule_keys = ("mode", "allow", "ask", "deny", "network")
+        try:
+            own = {key: table[key] for key in rule_keys if key in table}
+            limits = DelegationLimits(
+                max_depth=_count_env("DELEGATION_MAX_DEPTH", table.get("max_depth", 2)),
+                max_children=_count_env("DELEGATION_MAX_CHILDREN", table.get("max_children", 4)),
+                rules=validate_rules(PolicyRules.model_validate(own)) if own else None,
+            )
+        except (ValidationError, InvalidRule) as err:
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: invalid [delegation]: {err}") from None
+        return limits
 
     def sandbox_policy(self) -> SandboxPolicy:
         """How tools that start processes are confined: POLICY_FILE's [sandbox] table, then

@@ -11,6 +11,7 @@ from activities.mcp_servers import McpServers
 from activities.python_tools import load_python_tools, python_tool_definition
 from activities.sandbox import SandboxPolicy
 from activities.tool_config import ToolsConfig
+from workflows.delegation import DELEGATE_TOOL
 from workflows.models import ToolCatalog
 from workflows.tool_specs import TOOL_SPECS
 
@@ -22,7 +23,8 @@ class ToolSources:
         self.mcp = McpServers(config.mcp_servers, workspace_dir, sandbox)
 
     async def catalog(self) -> ToolCatalog:
-        tools = [*TOOL_SPECS.values()]
+        # `delegate` runs in the workflow (a child conversation); each conversation offers it within its limits.
+        tools = [*TOOL_SPECS.values(), DELEGATE_TOOL]
         tools += [python_tool_definition(module, entry) for module, entry in self.python.values()]
         mcp_tools, unavailable = await self.mcp.list_all()
         return ToolCatalog(tools=tools + mcp_tools, unavailable=unavailable)

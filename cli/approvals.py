@@ -38,13 +38,22 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(
         table(
-            ["REQUEST", "TOOL CALL (exactly as it will run)", "ARGS HASH", "FROM", "REQUESTED", "STATUS"],
+            [
+                "REQUEST",
+                "TOOL CALL (exactly as it will run)",
+                "ARGS HASH",
+                "FROM",
+                "CONVERSATION",
+                "REQUESTED",
+                "STATUS",
+            ],
             [
                 [
                     shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
                     row["args_hash"],
                     tool_origin_text(row["tool"]),
+                    conversation_text(row["conversation_id"], row.get("parent_id")),
                     short_time(row["created_at"]),
                     row["status"],
                 ]
@@ -59,6 +68,11 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
         " | edit REQUEST --set NAME=VALUE"
     )
     return EXIT_OK
+
+
+def conversation_text(conversation_id: str, parent_id: str | None) -> str:
+    """Which conversation asks; a subagent's says whom it works for."""
+    return shown(conversation_id if parent_id is None else f"{conversation_id} (subagent of {parent_id})")
 
 
 def refusal_of(row: dict[str, Any] | None, request_id: str, conversation_id: str | None) -> str | None:

@@ -121,6 +121,9 @@ async def show(args: argparse.Namespace, session: Session) -> int:
             )
     else:
         state["source"] = "worker"
+    row = await session.store().conversation(args.conversation)
+    state["parent_id"] = row.get("parent_id") if row else None
+    state["subagents"] = await session.store().subagents(args.conversation)
     archived = await session.store().archived_messages(args.conversation)
     # The archive is written before messages leave the workflow, so it may be ahead of the answer.
     state["archived"] = archived[: state["archived_messages"]] if state["messages"] is not None else archived
@@ -130,6 +133,10 @@ async def show(args: argparse.Namespace, session: Session) -> int:
     print(f"Conversation {shown(state['conversation_id'])}: {state['turn_status']}")
     if state.get("last_error"):
         print(f"  last error: {shown(state['last_error'])}")
+    if state["parent_id"]:
+        print(f"  subagent of: {shown(state['parent_id'])}")
+    for child in state["subagents"]:
+        print(f"  subagent: {shown(child['conversation_id'])} ({child['turn_status']})")
     for approval in state["pending_approvals"]:
         call = tool_call_text(approval["tool_name"], approval["arguments"])
         print(f"  waits for approval: {shown(approval['request_id'])}  {call}")

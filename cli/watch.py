@@ -36,6 +36,16 @@ async def _read(
     return events, await store.conversation(conversation_id)
 
 
+async def waiting_subagent(session: Session, conversation_id: str) -> str | None:
+    """A subagent below this conversation (at any depth) that waits for a person, if one does."""
+    for child in await session.store().subagents(conversation_id):
+        if child["turn_status"] == "awaiting_approval":
+            return str(child["conversation_id"])
+        if child["turn_status"] == "running" and (deeper := await waiting_subagent(session, child["conversation_id"])):
+            return deeper
+    return None
+
+
 class _Follower:
     def __init__(self, session: Session, conversation_id: str) -> None:
         self.session = session
@@ -104,6 +114,11 @@ async def watch(args: argparse.Namespace, session: Session) -> int:
         projected = (row or {}).get("turn_status")
         if not args.follow and projected in SETTLED and status in SETTLED:
             break
+        # A parent whose subagent waits for a person waits for that person too.
+        if not args.follow and status == "running" and (subagent := await waiting_subagent(session, args.conversation)):
+            print(f"Conversation {args.conversation} is running; its subagent {shown(subagent)} is awaiting_approval.")
+            note(f"See what waits with: python starter.py pending --conversation {subagent}")
+            return EXIT_OK
         await asyncio.sleep(POLL_SECONDS)
     print(f"Conversation {args.conversation} is {status}.")
     if status == "awaiting_approval":

@@ -120,6 +120,14 @@ async def _run_statement(tx: Tx, statement: str) -> None:
         await tx.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
+def _projection_v7(dialect: Dialect) -> list[str]:
+    """Subagents: the conversation that delegated to each one, so the inbox shows the tree."""
+    return [
+        _add_column("ui_conversations", "parent_id", "TEXT"),
+        "CREATE INDEX IF NOT EXISTS ui_conversations_parent ON ui_conversations (parent_id)",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -129,7 +137,15 @@ def _ledger_v1(dialect: Dialect) -> list[str]:
 
 
 MIGRATIONS = {
-    "projection": [_projection_v1, _projection_v2, _projection_v3, _projection_v4, _projection_v5, _projection_v6],
+    "projection": [
+        _projection_v1,
+        _projection_v2,
+        _projection_v3,
+        _projection_v4,
+        _projection_v5,
+        _projection_v6,
+        _projection_v7,
+    ],
     "ledger": [_ledger_v1],
 }
 

@@ -50,7 +50,7 @@ def _page(rows: list[dict[str, Any]], limit: int | None, key: tuple[str, str]) -
 
 # Why a failed conversation failed: the payload of its newest turn.failed event (its reason is
 # read in Python, so the query is the same on both backends).
-_CONVERSATION_COLUMNS = """conversation_id, turn_status, pending_count, updated_at,
+_CONVERSATION_COLUMNS = """conversation_id, turn_status, pending_count, updated_at, parent_id,
     CASE WHEN turn_status = 'failed' THEN (SELECT e.payload_json FROM ui_events e
       WHERE e.conversation_id = ui_conversations.conversation_id AND e.event_type = 'turn.failed'
       ORDER BY e.event_id DESC LIMIT 1) END AS failed_payload"""
@@ -96,6 +96,16 @@ async def get_conversation(tx: Tx, conversation_id: str) -> dict[str, Any] | Non
     return _conversation(row) if row is not None else None
 
 
+async def list_subagents(tx: Tx, conversation_id: str) -> list[dict[str, Any]]:
+    """The conversations this one delegated to, oldest activity first."""
+    found = await tx.fetchall(
+        f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations WHERE parent_id = ?"
+        " ORDER BY updated_at, conversation_id",
+        (conversation_id,),
+    )
+    return [_conversation(row) for row in found]
+
+
 async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
     """Every conversation not closed, with the payload of its newest event."""
     return await tx.fetchall(
@@ -110,10 +120,12 @@ _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_i
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
     a.kv_snapshot_json, a.execution_state, a.edited_arguments_json,
     c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
-    f.decided_via, f.decided_args_hash, f.decided_groups_json"""
+    f.decided_via, f.decided_args_hash, f.decided_groups_json, p.parent_id"""
 # The claim a decider made, and the facts of the recorded decision (door, arguments hash).
 _APPROVALS = f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a LEFT JOIN ui_decision_claims c"
 _APPROVALS += " ON c.request_id = a.request_id LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
+# The conversation's parent: a subagent's requests say whom it works for.
+_APPROVALS += " LEFT JOIN ui_conversations p ON p.conversation_id = a.conversation_id"
 _STATUS_CLAUSES = {
     "pending": "a.resolved_at IS NULL",
     "sent": "a.resolved_at IS NULL AND c.decision IS NOT NULL",

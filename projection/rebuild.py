@@ -106,7 +106,7 @@ async def _rebuild_one(
     version = int(time.time() * 1000) * 1000
     if execution.status != WorkflowExecutionStatus.RUNNING:
         report.ended += 1
-        await store.project_conversation(_conversation(cid, "closed", 0, version))
+        await store.project_conversation(_conversation(cid, "closed", 0, version, parent_id=execution.parent_id))
         await _resolve_stale(store, cid, {}, keep=set(), fallback="canceled")
         return
     try:
@@ -116,12 +116,13 @@ async def _rebuild_one(
         attributes = execution.typed_search_attributes
         status = attributes.get(TURN_STATUS_KEY) or "running"
         pending = attributes.get(PENDING_APPROVALS_KEY) or 0
-        await store.project_conversation(_conversation(cid, status, pending, version))  # type: ignore[arg-type]
+        conversation = _conversation(cid, status, pending, version, parent_id=execution.parent_id)  # type: ignore[arg-type]
+        await store.project_conversation(conversation)
         return
     report.queried += 1
     # Awaited first, added after: `report.x += await ...` would read x before the await and lose
     # what the other conversations' tasks added meanwhile.
-    restored = await _write_state(store, state, version)
+    restored = await _write_state(store, state, version, execution.parent_id)
     keep = {approval.request_id for approval in state.pending_approvals}
     resolved = await _resolve_stale(store, cid, state.resolutions, keep=keep, fallback=None)
     report.pending_restored += restored
@@ -129,7 +130,12 @@ async def _rebuild_one(
 
 
 def _conversation(
-    cid: str, status: TurnStatus, pending: int, version: int, events: list[ProjectionEvent] | None = None
+    cid: str,
+    status: TurnStatus,
+    pending: int,
+    version: int,
+    events: list[ProjectionEvent] | None = None,
+    parent_id: str | None = None,  # a subagent's parent, as Temporal records it
 ) -> ConversationProjection:
     return ConversationProjection(
         conversation_id=cid,
@@ -138,14 +144,17 @@ def _conversation(
         updated_at=datetime.now(UTC),
         version=version,
         events=events or [],
+        parent_id=parent_id,
     )
 
 
-async def _write_state(store: ProjectionStore, state: ConversationState, version: int) -> int:
+async def _write_state(
+    store: ProjectionStore, state: ConversationState, version: int, parent_id: str | None = None
+) -> int:
     """The conversation row and every pending approval, with the events the workflow would write."""
     keeper = StatusKeeper(state.conversation_id)
     pending = state.pending_approvals
-    conversation = _conversation(state.conversation_id, state.turn_status, len(pending), version)
+    conversation = _conversation(state.conversation_id, state.turn_status, len(pending), version, parent_id=parent_id)
     await store.project_conversation(conversation)
     restored = 0
     for approval in pending:

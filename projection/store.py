@@ -130,6 +130,10 @@ class ProjectionStore:
     async def conversation(self, conversation_id: str) -> dict[str, Any] | None:
         return await self.backend.run(lambda tx: reader.get_conversation(tx, conversation_id), write=False)
 
+    async def subagents(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The conversations this one delegated to (its children in the inbox's tree)."""
+        return await self.backend.run(lambda tx: reader.list_subagents(tx, conversation_id), write=False)
+
     async def approvals(
         self,
         status: ApprovalFilter = "pending",

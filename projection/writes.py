@@ -27,13 +27,21 @@ def now_iso() -> str:
 async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
     """Upsert the status row unless a newer write already landed, then append the events once."""
     await tx.execute(
-        """INSERT INTO ui_conversations (conversation_id, turn_status, pending_count, updated_at, version)
-           VALUES (?, ?, ?, ?, ?)
+        """INSERT INTO ui_conversations (conversation_id, turn_status, pending_count, updated_at, version, parent_id)
+           VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT (conversation_id) DO UPDATE SET
              turn_status = excluded.turn_status, pending_count = excluded.pending_count,
-             updated_at = excluded.updated_at, version = excluded.version
+             updated_at = excluded.updated_at, version = excluded.version,
+             parent_id = COALESCE(excluded.parent_id, ui_conversations.parent_id)
            WHERE excluded.version > ui_conversations.version""",
-        (conv.conversation_id, conv.turn_status, conv.pending_count, _iso(conv.updated_at), conv.version),
+        (
+            conv.conversation_id,
+            conv.turn_status,
+            conv.pending_count,
+            _iso(conv.updated_at),
+            conv.version,
+            conv.parent_id,
+        ),
     )
     if conv.events:
         await tx.append_events()

@@ -71,3 +71,15 @@ class ScriptedModel:
 
     def assistant_messages_requested_for(self, conversation_marker: str) -> int:
         return sum(1 for body in self.requests if first_user_text(body["messages"]) == conversation_marker)
+
+
+def delegation(task: str, *child_calls: tuple[str, str, dict[str, Any] | str], **delegate_args: Any) -> Behaviour:
+    """The parent delegates `task` once and reports what came back; the subagent (the transcript
+    whose first user message is the task) makes `child_calls`, then reports their results."""
+    parent = calls_then_summary(("d1", "delegate", {"task": task, **delegate_args}))
+    child = calls_then_summary(*child_calls)
+
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return (child if first_user_text(messages) == task else parent)(messages)
+
+    return behave

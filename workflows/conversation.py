@@ -8,6 +8,7 @@ pending call without asking the model again.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -21,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import deadlines
     from workflows.approvals import ApprovalBook
     from workflows.context import ContextKeeper
+    from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
     from workflows.models import (
         ERROR_INVALID_DECISION,
         QUERY_GET_STATE,
@@ -73,7 +75,7 @@ class ConversationWorkflow:
         self._last_error: str | None = None
         self._book = ApprovalBook(self._id, start.always_allow, start.resolved, start.always_allow_hashes)
         self._auto_approve = start.auto_approve
-        self._status = StatusKeeper(self._id)
+        self._status = StatusKeeper(self._id, start.subagent.parent_id if start.subagent else None)
         self._tools = ToolRunner(
             ToolContext(
                 conversation_id=self._id,
@@ -88,10 +90,13 @@ class ConversationWorkflow:
                 set_kv=self.replace_kv,
                 tool_queue=self.tool_queue,
                 started_by=start.started_by,
+                narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
+                delegate=lambda call, arguments: self._delegator.run(call, arguments),
             ),
             start.used_tool_call_ids,
         )
         self._tool_queue = start.tool_queue
+        self._delegator = Delegator(start, lambda: self._closed, self.tool_queue, self._tools.tool_names)
         self._context = ContextKeeper(self._id, start, self._status)
 
     # ---- run loop -------------------------------------------------------------------------
@@ -103,15 +108,21 @@ class ConversationWorkflow:
             await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
             if self._closed:
                 break
-            await self._run_turn(self._inbox.pop(0))
-            if self._closed:
+            try:
+                await self._run_turn(self._inbox.pop(0))
+            except asyncio.CancelledError:
+                if start.subagent is None:
+                    raise
+                await close_after_cancel(self.close, self._book, self._status)
+                raise
+            if self._closed or start.subagent is not None:  # a subagent ends with its one task
                 break
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carry_over())
         await self._status.set("closed", self._book.pending(), event="conversation.closed", key="closed")
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return self.get_state()
+        return final_state(self.get_state(), start)
 
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()
@@ -134,6 +145,7 @@ class ConversationWorkflow:
                 "context_budget_tokens": self._context.budget,
                 "context_anchor": self._context.anchor,
                 "archived_messages": self._context.archived,
+                "children_started": self._delegator.children_started,
             }
         )
 

@@ -36,7 +36,7 @@ TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow", "edit"]
 Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
-ToolSource = Literal["builtin", "python", "mcp"]
+ToolSource = Literal["builtin", "python", "mcp", "subagent"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
 Door = Literal["ui", "cli", "signal", "slack"]
@@ -191,7 +191,28 @@ class PolicyRules(BaseModel):
         default_factory=list, description="rules whose calls run with the host's network; others run without"
     )
     approvers: list[ApproverRule] = Field(default_factory=list)
+    within: list[PolicyRules] = Field(
+        default_factory=list, description="outer rule sets (a subagent's parents): a call gets the strictest verdict"
+    )
     channels: dict[str, ChannelRoute] = Field(default_factory=dict, description="notification channels by name")
+
+
+class DelegationLimits(BaseModel):
+    """How far a conversation may delegate, and the rules a subagent adds to its parent's."""
+
+    max_depth: int = Field(default=2, ge=0, description="subagents below a top conversation; 0: no delegate tool")
+    max_children: int = Field(default=4, ge=0, description="subagents one conversation may start in all")
+    rules: PolicyRules | None = Field(default=None, description="a subagent's own rules; None: the parent's alone")
+
+
+class SubagentInfo(BaseModel):
+    """Set when the conversation is a subagent: one task, then it ends with its answer."""
+
+    parent_id: str
+    parent_tool_call_id: str
+    depth: int = Field(ge=1)
+    task: str
+    tools: list[str] = Field(description="the tools it is offered (a subset of its parent's)")
 
 
 class ApprovalRecord(BaseModel):
@@ -255,6 +276,9 @@ class ConversationInput(BaseModel):
     )
     context_anchor: ContextAnchor | None = None
     archived_messages: int = Field(default=0, description="messages moved to the projection's archive so far")
+    delegation: DelegationLimits = Field(default_factory=DelegationLimits)
+    subagent: SubagentInfo | None = None
+    children_started: int = Field(default=0, description="subagents this conversation has started")
 
 
 class _StrictInput(BaseModel):
@@ -408,6 +432,7 @@ class ConversationProjection(BaseModel):
     pending_count: int
     updated_at: datetime
     version: int = Field(description="increases with every write of one conversation; older writes lose")
+    parent_id: str | None = Field(default=None, description="the conversation that delegated to this one")
     events: list[ProjectionEvent] = Field(default_factory=list)
 
 

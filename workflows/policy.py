@@ -27,7 +27,7 @@ _LEGACY_LEADING = re.compile(
 
 DEFAULT_RULES = PolicyRules(
     mode="default",
-    allow=["list_dir", "read_file", "kv_get", "kv_set"],
+    allow=["list_dir", "read_file", "kv_get", "kv_set", "delegate"],
     ask=["write_file", "run_shell"],
     deny=["run_shell(rm -rf /*)", "run_shell(sudo *)", "write_file(.git/**)"],
 )
@@ -118,7 +118,27 @@ def evaluate(
     normalise_shell: bool = True,
 ) -> RuleVerdict:
     """Decide one validated call. Always-allow and auto-approve lift asks, never denies.
-    normalise_shell=False matches shell commands as releases before normalisation did."""
+    normalise_shell=False matches shell commands as releases before normalisation did.
+    Rules with outer sets (`within`, a subagent's parents) give the strictest verdict of them all."""
+    verdict = _evaluate_one(rules, tool, main_argument, always_allow, auto_approve, normalise_shell)
+    for outer in rules.within:
+        found = _evaluate_one(outer, tool, main_argument, always_allow, auto_approve, normalise_shell)
+        verdict = max(verdict, found, key=STRICTNESS.index)
+    return verdict
+
+
+# Verdicts from the most permissive to the strictest.
+STRICTNESS: tuple[RuleVerdict, ...] = ("allow", "ask", "deny")
+
+
+def _evaluate_one(
+    rules: PolicyRules,
+    tool: str | ToolDef,
+    main_argument: str,
+    always_allow: frozenset[str],
+    auto_approve: bool,
+    normalise_shell: bool,
+) -> RuleVerdict:
     candidates, allow_candidates = _candidates(tool, main_argument, normalise_shell)
     if not isinstance(tool, str):
         tool = tool.name
@@ -139,4 +159,4 @@ def network_allowed(rules: PolicyRules, tool: str | ToolDef, main_argument: str)
     simple command of it (`curl x; sh y` gets no network from `run_shell(curl *)` alone)."""
     _, covered = _candidates(tool, main_argument)
     name = tool if isinstance(tool, str) else tool.name
-    return bool(rules.network) and _all_match(rules.network, name, covered)
+    return all(bool(layer.network) and _all_match(layer.network, name, covered) for layer in [rules, *rules.within])

@@ -16,8 +16,9 @@ PENDING_APPROVALS_KEY = SearchAttributeKey.for_int("PendingApprovals")
 
 
 class StatusKeeper:
-    def __init__(self, conversation_id: str) -> None:
+    def __init__(self, conversation_id: str, parent_id: str | None = None) -> None:
         self._conversation_id = conversation_id
+        self._parent_id = parent_id  # set for a subagent: the projection shows it under its parent
         self.turn_status: TurnStatus = "idle"
         self._pending = -1
         self._seq = 0
@@ -41,6 +42,7 @@ class StatusKeeper:
             updated_at=now,
             version=int(now.timestamp() * 1000) * 1000 + self._seq % 1000,
             events=events,
+            parent_id=self._parent_id,
         )
 
     def event(self, event_type: str, key: str, payload: dict[str, Any] | None = None) -> ProjectionEvent:

@@ -67,6 +67,9 @@ class ToolContext:
     # Where this conversation's tools run (a host's task queue, chosen once; None: the shared queue).
     tool_queue: Callable[[], Awaitable[str | None]]
     started_by: str | None = None  # who started the conversation, for self-approval rules
+    # What the conversation offers of the listed tools, and how a `delegate` call runs (subagents).
+    narrow_catalog: Callable[[Catalog], Catalog] | None = None
+    delegate: Callable[[ToolCall, dict[str, Any]], Awaitable[ToolResult]] | None = None
 
 
 @dataclass
@@ -104,12 +107,17 @@ class ToolRunner:
             why = f"the tools could not be listed: {err.__cause__ or err}"
             listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
         self._catalog = Catalog(listed.tools, listed.unavailable)
+        if self._ctx.narrow_catalog is not None:
+            self._catalog = self._ctx.narrow_catalog(self._catalog)
         if listed.unavailable:
             down = "; ".join(f"{source}: {why}" for source, why in sorted(listed.unavailable.items()))
             self._ctx.append_message(
                 ChatMessage(role="system", content=f"Some tools are unavailable this turn ({down}).")
             )
         return self._catalog
+
+    def tool_names(self) -> list[str]:
+        return list(self._catalog.tools)
 
     def schemas(self) -> list[dict[str, Any]]:
         return self._catalog.schemas()
@@ -245,6 +253,10 @@ class ToolRunner:
         record: ApprovalRecord | None = None,
     ) -> None:
         ctx = self._ctx
+        if spec.source == "subagent" and ctx.delegate is not None:  # a child conversation, no activity
+            content = (await ctx.delegate(call, arguments)).content
+            self._record(call, content if note is None else f"{note}\n\n{content}")
+            return
         resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
         request = ToolRequest(
             conversation_id=ctx.conversation_id,

@@ -4,6 +4,7 @@ import { reveal } from "./visible.js";
 import { auditTable } from "./audit.js";
 import { keepWaiting, selectionBox, setupBatch } from "./batch.js";
 import { renderControls, setupControls } from "./controls.js";
+import { inTreeOrder } from "./tree.js";
 import { applyDelta, reattach, resetStream } from "./stream.js";
 import { editControls } from "./edit.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
@@ -104,7 +105,8 @@ async function decide(approval, decision, reason, buttons, extra = {}) {
 
 function renderConversations(conversations, more) {
   const list = $("conversation-list");
-  list.replaceChildren(...conversations.map((c) => conversationItem(c, view.selectedId)));
+  const tree = inTreeOrder(conversations);
+  list.replaceChildren(...tree.map(({ conv, depth }) => conversationItem(conv, view.selectedId, depth)));
   $("conversation-empty").hidden = conversations.length > 0;
   $("conversation-more").hidden = !more;
 }

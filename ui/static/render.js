@@ -97,9 +97,14 @@ function timeNode(iso) {
   return node;
 }
 
-export function conversationItem(conv, selectedId) {
+export function conversationItem(conv, selectedId, depth = 0) {
   const item = el("li", "conversation");
   item.dataset.conversationId = conv.conversation_id;
+  if (conv.parent_id) {
+    item.classList.add("subagent");
+    item.dataset.parentId = conv.parent_id;
+    item.style.setProperty("--depth", String(depth));
+  }
   item.dataset.status = conv.turn_status;
   if (conv.conversation_id === selectedId) item.classList.add("selected");
   const link = el("a", "conversation-link");
@@ -108,6 +113,7 @@ export function conversationItem(conv, selectedId) {
   link.append(shownEl("span", "conversation-id", conv.conversation_id));
   if (conv.turn_status === "awaiting_approval") link.append(el("span", "count-badge", conv.pending_count));
   const meta = el("span", "conversation-meta", `${statusLabel(conv.turn_status)} · ${when(conv.updated_at)}`);
+  if (conv.parent_id) meta.append(shownEl("span", "subagent-of", ` · subagent of ${conv.parent_id}`));
   link.append(meta);
   item.append(link);
   return item;
@@ -180,11 +186,16 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
   head.append(el("span", "card-status", approval.status === "pending" ? "waiting" : approval.status));
   card.append(head);
   card.append(toolOrigin(approval.tool || {}));
-  if (showConversation) {
-    const where = el("p", "card-conversation", "Conversation ");
+  if (showConversation || approval.parent_id) {
+    const where = el("p", "card-conversation", approval.parent_id ? "Subagent conversation " : "Conversation ");
     const link = shownEl("a", null, approval.conversation_id);
     link.href = conversationHref(approval.conversation_id);
     where.append(link);
+    if (approval.parent_id) {
+      const parent = shownEl("a", "card-parent", approval.parent_id);
+      parent.href = conversationHref(approval.parent_id);
+      where.append(", working for ", parent);
+    }
     card.append(where);
   }
   const edited = approval.edited_arguments;
