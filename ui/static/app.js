@@ -7,6 +7,7 @@ import { renderControls, setupControls } from "./controls.js";
 import { inTreeOrder } from "./tree.js";
 import { applyDelta, reattach, resetStream } from "./stream.js";
 import { editControls } from "./edit.js";
+import { extendControls } from "./extend.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
 
 const $ = (id) => document.getElementById(id);
@@ -73,11 +74,15 @@ function toast(text, isError = false) {
 
 // Replace a container's cards only when the set of cards changed, so a reason being typed survives.
 function syncCards(container, approvals, options) {
-  const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}`).join("|");
+  const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}:${a.expires_at}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls };
+  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls, extender };
   container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
+}
+
+function extender(approval) {
+  return extendControls(approval, { api, name: deciderName, refresh: () => refreshSoon(approval.conversation_id) });
 }
 
 function deciderName() {

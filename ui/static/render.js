@@ -176,7 +176,7 @@ function mayDecide(approvers, principal, notBy) {
   return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
 }
 
-export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor }) {
+export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -221,6 +221,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     card.append(shownEl("p", outcome, outcomeText(approval), true));
     return card;
   }
+  if (extender) card.append(extender(approval));
   if (approval.approvers) card.append(shownEl("p", "card-approvers", `Who may decide: ${approval.approvers.join(", ")}`));
   if (approval.required > 1) {
     const names = approval.approved_by.length ? ` (${approval.approved_by.join(", ")})` : "";
