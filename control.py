@@ -30,6 +30,7 @@ from workflows.models import (
     ConversationInput,
     ConversationState,
     DecisionInput,
+    Door,
     ExtensionInput,
     ExtensionResult,
     MessageInput,
@@ -80,14 +81,20 @@ async def send_message(client: Client, conversation_id: str, text: str) -> None:
     await client.get_workflow_handle(conversation_id).signal(SIGNAL_SUBMIT_MESSAGE, MessageInput(text=text))
 
 
-async def close_conversation(client: Client, conversation_id: str) -> None:
-    """End it; its pending approvals resolve as canceled. A finished one raises RPCError NOT_FOUND."""
-    await client.get_workflow_handle(conversation_id).signal(SIGNAL_CLOSE, CloseInput())
+async def close_conversation(
+    client: Client, conversation_id: str, by: str | None = None, door: Door | None = None
+) -> None:
+    """End it; its pending approvals resolve as canceled. A finished one raises RPCError NOT_FOUND.
+    `by` and `door` are kept as evidence of who closed it."""
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_CLOSE, CloseInput(by=by, door=door))
 
 
-async def set_auto_approve(client: Client, conversation_id: str, enabled: bool) -> None:
+async def set_auto_approve(
+    client: Client, conversation_id: str, enabled: bool, by: str | None = None, door: Door | None = None
+) -> None:
     """Auto-approve mode for one conversation: every ask is allowed, deny rules still apply."""
-    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SET_AUTO_APPROVE, AutoApproveInput(enabled=enabled))
+    switch = AutoApproveInput(enabled=enabled, by=by, door=door)
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SET_AUTO_APPROVE, switch)
 
 
 async def send_decision(

@@ -1,4 +1,5 @@
-"""`audit`: every approval request and its decision, from the projection (no worker needed)."""
+"""`audit`: every approval request and its decision, and every switch (close, auto-approve) with
+who flipped it, from the projection (no worker needed)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
         since = parse_since(args.since) if args.since else None
     except ValueError as err:
         raise CliError(f"--since: {err}", EXIT_USAGE) from None
-    rows = await session.store().audit(since)
+    trail = await session.store().audit_trail(since)
     if args.json:
-        print_json(rows)
+        print_json(trail)
         return EXIT_OK
+    rows = [row for row in trail if row["kind"] == "request"]
+    switches = [row for row in trail if row["kind"] == "switch"]
+    if switches:
+        print(table(["WHEN", "CONVERSATION", "SWITCH"], [_switch_cells(row) for row in switches]) + "\n")
     if not rows:
         print("No approval request" + (f" since {since}." if since else " yet."))
         return EXIT_OK
@@ -43,6 +48,12 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
         )
     )
     return EXIT_OK
+
+
+def _switch_cells(row: dict) -> list[str]:
+    from projection.audit import switch_text
+
+    return [short_time(row["created_at"]), shown(row["conversation_id"]), shown(switch_text(row))]
 
 
 def _who(row: dict) -> str:

@@ -137,6 +137,10 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         print(f"  subagent of: {shown(state['parent_id'])}")
     for child in state["subagents"]:
         print(f"  subagent: {shown(child['conversation_id'])} ({child['turn_status']})")
+    from projection.audit import switch_text
+
+    for switch in await session.store().switches(args.conversation):
+        print(f"  {shown(switch_text(switch))} at {short_time(switch['created_at'])}")
     for approval in state["pending_approvals"]:
         call = tool_call_text(approval["tool_name"], approval["arguments"])
         print(f"  waits for approval: {shown(approval['request_id'])}  {call}")

@@ -68,6 +68,50 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+# The conversation's switches: a close and every auto-approve switch, with who flipped it and how.
+_SWITCH_EVENTS = {"conversation.closed": "close", "conversation.auto_approve": "auto_approve"}
+
+
+async def list_switches(tx: Tx, since: str | None = None, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    """Every switch since an ISO time (all when None), of one conversation or all, oldest first."""
+    sql = "SELECT conversation_id, event_type, payload_json, created_at FROM ui_events WHERE event_type IN (?, ?)"
+    params: list[Any] = list(_SWITCH_EVENTS)
+    if since is not None:
+        sql += " AND created_at >= ?"
+        params.append(since)
+    if conversation_id is not None:
+        sql += " AND conversation_id = ?"
+        params.append(conversation_id)
+    rows = []
+    for item in await tx.fetchall(sql + " ORDER BY event_id", params):
+        payload = json.loads(item["payload_json"])
+        rows.append(
+            {
+                "kind": "switch",
+                "conversation_id": item["conversation_id"],
+                "switch": _SWITCH_EVENTS[item["event_type"]],
+                "enabled": payload.get("enabled"),
+                "by": payload.get("by"),
+                "door": payload.get("door"),
+                "created_at": item["created_at"],
+            }
+        )
+    return rows
+
+
+async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
+    """The whole audit: requests (kind `request`) and switches (kind `switch`), oldest first."""
+    requests = [{"kind": "request", **row} for row in await list_audit(tx, since)]
+    return sorted(requests + await list_switches(tx, since), key=lambda row: str(row["created_at"]))
+
+
+def switch_text(row: dict[str, Any]) -> str:
+    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`."""
+    what = "closed" if row["switch"] == "close" else f"auto-approve switched {'on' if row['enabled'] else 'off'}"
+    door = row["door"] or "signal"
+    return f"{what} by {row['by']} ({door})" if row["by"] else f"{what} by an unnamed caller ({door})"
+
+
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 

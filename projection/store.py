@@ -122,6 +122,14 @@ class ProjectionStore:
         """Every request and its decision's facts since an ISO time, oldest first."""
         return await self.backend.run(lambda tx: audit.list_audit(tx, since), write=False)
 
+    async def audit_trail(self, since: str | None = None) -> list[dict[str, Any]]:
+        """Requests and switches together, oldest first (see audit.list_trail)."""
+        return await self.backend.run(lambda tx: audit.list_trail(tx, since), write=False)
+
+    async def switches(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Who closed the conversation and switched its auto-approve, oldest first."""
+        return await self.backend.run(lambda tx: audit.list_switches(tx, None, conversation_id), write=False)
+
     async def conversations(
         self, limit: int | None = None, after: str | None = None, status: str | None = None
     ) -> Page:

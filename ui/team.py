@@ -29,7 +29,8 @@ async def close_conversation(request: Request, conversation_id: str) -> dict[str
     """Ends the conversation by signal; its waiting approvals resolve as canceled."""
     _require_id(conversation_id, "conversation")
     try:
-        await control.close_conversation(await request.app.state.client_provider(), conversation_id)
+        by = await _switcher(request)
+        await control.close_conversation(await request.app.state.client_provider(), conversation_id, by, "ui")
     except RPCError as err:
         raise rpc_error_to_http(err, conversation_id) from None
     return {"conversation_id": conversation_id, "status": "closing"}
@@ -43,7 +44,8 @@ async def set_auto_approve(request: Request, conversation_id: str) -> dict[str, 
     _require_id(conversation_id, "conversation")
     body = await read_json_body(request, AutoApproveBody)
     try:
-        await control.set_auto_approve(await request.app.state.client_provider(), conversation_id, body.enabled)
+        by, client = await _switcher(request), await request.app.state.client_provider()
+        await control.set_auto_approve(client, conversation_id, body.enabled, by, "ui")
     except RPCError as err:
         raise rpc_error_to_http(err, conversation_id) from None
     return {"conversation_id": conversation_id, "auto_approve": body.enabled}
@@ -51,12 +53,13 @@ async def set_auto_approve(request: Request, conversation_id: str) -> dict[str, 
 
 @router.get("/audit")
 async def audit_trail(request: Request, since: str | None = None) -> list[dict[str, Any]]:
-    """Every request and decision: who, through which door, on which arguments hash, and the outcome."""
+    """Every request and decision: who, through which door, on which arguments hash, and the outcome;
+    and every switch (kind `switch`): who closed a conversation or switched its auto-approve, and how."""
     try:
         moment = parse_since(since) if since else None
     except ValueError as err:
         raise Unprocessable(f"since: {err}") from None
-    return await request.app.state.store.audit(moment)
+    return await request.app.state.store.audit_trail(moment)
 
 
 @router.post("/approvals/decisions", openapi_extra=json_body(BatchDecisionBody))
@@ -91,6 +94,12 @@ async def decide_batch(request: Request) -> dict[str, Any]:
             for r in results
         ],
     }
+
+
+async def _switcher(request: Request) -> str | None:
+    """Who flips a switch: the signed-in person; None when the page is used with the shared token only."""
+    principal = await principal_of(request)
+    return None if principal is None else principal.name
 
 
 async def identity(request: Request, name: str | None) -> dict[str, Any]:

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
     )
     from workflows.status import StatusKeeper
+    from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
 
 MAX_MODEL_STEPS_PER_TURN = 25
@@ -75,6 +76,7 @@ class ConversationWorkflow:
         self._last_error: str | None = None
         self._book = ApprovalBook(self._id, start.always_allow, start.resolved, start.always_allow_hashes)
         self._auto_approve = start.auto_approve
+        self._switches = Switches(start)
         self._status = StatusKeeper(self._id, start.subagent.parent_id if start.subagent else None)
         self._tools = ToolRunner(
             ToolContext(
@@ -120,7 +122,8 @@ class ConversationWorkflow:
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carry_over())
-        await self._status.set("closed", self._book.pending(), event="conversation.closed", key="closed")
+        pending, closer = self._book.pending(), self._switches.closed_payload()
+        await self._status.set("closed", pending, event="conversation.closed", key="closed", payload=closer)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return final_state(self.get_state(), start)
 
@@ -137,6 +140,7 @@ class ConversationWorkflow:
                 "always_allow": sorted(self._book.always_allow),
                 "always_allow_hashes": dict(self._book.always_allow_hashes),
                 "auto_approve": self._auto_approve,
+                **self._switches.carried(),
                 "kv": dict(self._kv),
                 "turn_count": self._turn_count,
                 "used_tool_call_ids": sorted(self._tools.used_ids),
@@ -295,17 +299,22 @@ class ConversationWorkflow:
             raise ApplicationError(refusal[1], type=refusal[0], non_retryable=True)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
-    def set_auto_approve(self, *args: Any) -> None:
+    async def set_auto_approve(self, *args: Any) -> None:
         value = _one_payload(SIGNAL_SET_AUTO_APPROVE, args, AutoApproveInput)
         if value is None:
             return
         self._auto_approve = value.enabled
+        await self._switches.auto_approve_switched(value, self._status, self._book.pending())
 
     @workflow.signal(name=SIGNAL_CLOSE)
     def close(self, *args: Any) -> None:
         # `{}` is the contract's payload; no payload or a JSON null also close, as they always did.
-        if args != () and args != (None,) and _one_payload(SIGNAL_CLOSE, args, CloseInput) is None:
+        bare = args in ((), (None,))
+        closing = None if bare else _one_payload(SIGNAL_CLOSE, args, CloseInput)
+        if closing is None and not bare:
             return
+        if not self._closed:
+            self._switches.closed(closing)
         self._closed = True
         self._inbox.clear()
         self._book.cancel_all(workflow.now())
@@ -325,6 +334,7 @@ class ConversationWorkflow:
             last_error=self._last_error,
             resolutions=self._book.resolutions(),
             archived_messages=self._context.archived,
+            **self._switches.state(),
         )
 
 

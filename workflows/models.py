@@ -264,6 +264,8 @@ class ConversationInput(BaseModel):
         default_factory=dict, description="tool -> definition hash an always-allow was given for"
     )
     auto_approve: bool = False
+    auto_approve_by: str | None = Field(default=None, description="who last switched auto-approve")
+    auto_approve_door: Door | None = None
     kv: dict[str, Any] = Field(default_factory=dict)
     turn_count: int = 0
     used_tool_call_ids: list[str] = Field(default_factory=list)
@@ -345,10 +347,13 @@ class NotificationInput(BaseModel):
 
 class AutoApproveInput(_StrictInput):
     enabled: bool
+    by: str | None = Field(default=None, description="who switched it, as the door knew them")
+    door: Door | None = None
 
 
 class CloseInput(BaseModel):
-    pass
+    by: str | None = Field(default=None, description="who closed it, as the door knew them")
+    door: Door | None = None
 
 
 class DecisionResult(BaseModel):
@@ -373,6 +378,10 @@ class ConversationState(BaseModel):
     archived_messages: int = Field(
         default=0, description="earlier messages compacted away from `messages`, kept in the projection's archive"
     )
+    closed_by: str | None = None
+    closed_door: Door | None = None
+    auto_approve_by: str | None = None
+    auto_approve_door: Door | None = None
 
 
 LlmPurpose = Literal["reply", "summarise"]
