@@ -132,8 +132,9 @@ async def test_a_task_failing_for_good_shows_failed_with_its_reason_then_heals(
 async def test_the_watch_heals_a_row_the_workflow_has_no_reason_to_write(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
-    """A signal that changes no status fails under the bad deploy; after the fix the workflow writes
-    nothing, so the watch asks it for its status and writes that back."""
+    """A signal the workflow ignores (a malformed payload) fails under the bad deploy; after the fix
+    the workflow writes nothing, so the watch asks it for its status and writes that back. (A valid
+    auto-approve switch would not do: it is recorded in the read model, which heals the row itself.)"""
     model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "a.txt", "content": "ok"}))
     async with build_worker(client, settings, max_cached_workflows=0):
         cid = histories.track(await start_conversation(client, settings, "write a.txt"))
@@ -141,7 +142,7 @@ async def test_the_watch_heals_a_row_the_workflow_has_no_reason_to_write(
 
     bad_worker = Worker(client, task_queue=settings.task_queue, workflows=[RaisingConversation], max_cached_workflows=0)
     async with bad_worker, failure_watch(client, settings):
-        await client.get_workflow_handle(cid).signal(SIGNAL_SET_AUTO_APPROVE, {"enabled": False})
+        await client.get_workflow_handle(cid).signal(SIGNAL_SET_AUTO_APPROVE, {"enabled": "not a boolean"})
 
         async def status() -> str:
             sql = "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?"
