@@ -7,24 +7,12 @@ the one truth.
 
 from __future__ import annotations
 
-import json
-
 from projection.backend import Tx
-from projection.writes import now_iso
+from projection.writes import insert_event, now_iso
 from workflows.models import ProjectionEvent
 
 
 async def append_event(tx: Tx, event: ProjectionEvent) -> None:
     """Once per event_key, so a repeated write is a no-op."""
     await tx.append_events()
-    await tx.execute(
-        """INSERT INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
-           VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING""",
-        (
-            event.event_key,
-            event.event_type,
-            event.conversation_id,
-            json.dumps(event.payload, sort_keys=True),
-            now_iso(),
-        ),
-    )
+    await insert_event(tx, event, now_iso())

@@ -13,6 +13,7 @@ from workflows.models import (
     ApprovalResolvedProjection,
     CompactionProjection,
     ConversationProjection,
+    ProjectionEvent,
 )
 
 
@@ -22,6 +23,21 @@ def _iso(value: datetime | None) -> str | None:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
+
+
+async def insert_event(tx: Tx, event: ProjectionEvent, created_at: str | None) -> None:
+    """Once per event_key, so a repeated write is a no-op. The caller has called `tx.append_events()`."""
+    await tx.execute(
+        """INSERT INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
+           VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING""",
+        (
+            event.event_key,
+            event.event_type,
+            event.conversation_id,
+            json.dumps(event.payload, sort_keys=True),
+            created_at,
+        ),
+    )
 
 
 async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
@@ -46,17 +62,7 @@ async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
     if conv.events:
         await tx.append_events()
     for event in conv.events:
-        await tx.execute(
-            """INSERT INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
-               VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING""",
-            (
-                event.event_key,
-                event.event_type,
-                event.conversation_id,
-                json.dumps(event.payload, sort_keys=True),
-                _iso(conv.updated_at),
-            ),
-        )
+        await insert_event(tx, event, _iso(conv.updated_at))
 
 
 def _details(record: ApprovalRecord) -> str:
