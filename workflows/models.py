@@ -411,11 +411,15 @@ class ToolRequest(BaseModel):
     resolved: ApprovalResolvedProjection | None = Field(
         default=None, description="the approval's resolution, written to the read model right before the tool runs"
     )
+    workspace: str | None = Field(
+        default=None, description="whose workspace the tool runs in (activities/workspaces.py); None: the shared one"
+    )
 
 
 class ListToolsInput(BaseModel):
     conversation_id: str
     turn_id: str
+    workspace: str | None = Field(default=None, description="as ToolRequest.workspace: whose MCP servers to list")
 
 
 class ToolResult(BaseModel):
