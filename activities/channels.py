@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from activities.slack_text import HIDDEN_NOTE, slack_safe
 from workflows.models import ChannelKind, NotificationInput
 
 SIGNATURE_HEADER = "X-Approvals-Signature"
@@ -145,20 +146,23 @@ def slack_message(notification: NotificationInput, link: str) -> dict[str, Any]:
     shown = json.dumps(notification.arguments, indent=2, sort_keys=True, ensure_ascii=False)
     if len(shown) > ARGUMENTS_SHOWN:
         shown = f"{shown[:ARGUMENTS_SHOWN]}\n... ({len(shown)} characters: the card shows them all)"
+    shown, args_hidden = slack_safe(shown, multiline=True)
     shown = shown.replace("```", "`\u200b``")  # the arguments cannot close the code block early
-    who = ", ".join(notification.approvers) if notification.approvers is not None else "anyone with access"
+    tool, tool_hidden = slack_safe(notification.tool_name)
+    request_id, _ = slack_safe(notification.request_id)
+    approvers = [slack_safe(name)[0] for name in notification.approvers or []]
+    who = ", ".join(approvers) if notification.approvers is not None else "anyone with access"
     headline = _HEADLINES[notification.kind]
     expires = notification.expires_at.strftime("%Y-%m-%d %H:%M UTC")
     return {
-        "text": f"{headline}: {notification.tool_name} ({notification.request_id})",
+        "text": f"{headline}: {tool} ({request_id})",
         "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{headline}*: `{notification.tool_name}`"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{headline}*: `{tool}`"}},
+            *([_HIDDEN_BLOCK] if args_hidden or tool_hidden else []),
             {"type": "section", "text": {"type": "mrkdwn", "text": f"```{shown}```"}},
             {
                 "type": "context",
-                "elements": [
-                    {"type": "mrkdwn", "text": f"May approve: {who}. Expires {expires}. {notification.request_id}"}
-                ],
+                "elements": [{"type": "mrkdwn", "text": f"May approve: {who}. Expires {expires}. {request_id}"}],
             },
             {
                 "type": "actions",
@@ -171,6 +175,9 @@ def slack_message(notification: NotificationInput, link: str) -> dict[str, Any]:
             },
         ],
     }
+
+
+_HIDDEN_BLOCK = {"type": "section", "text": {"type": "mrkdwn", "text": HIDDEN_NOTE}}
 
 
 def _button(label: str, action: str, request_id: str, style: str | None) -> dict[str, Any]:

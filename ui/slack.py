@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 
 import control
 from activities.channels import SlackConfig
+from activities.slack_text import slack_safe
 from projection.claims import DecisionRefused
 from ui.bodies import read_body
 from ui.errors import BadRequest, NotFound, Unauthorized
@@ -101,7 +102,8 @@ async def slack_action(request: Request, background: BackgroundTasks) -> JSONRes
         return _refused(background, response_url, "TemporalRefused", f"Temporal refused the decision: {err.message}")
     row = await store.approval(request_id)
     verb = "Allowed" if decision == "allow" else "Denied"
-    text = f"{verb} by {principal} in Slack: `{row['tool_name'] if row else '?'}` ({request_id})"
+    tool, _ = slack_safe(str(row["tool_name"]) if row else "?")
+    text = f"{verb} by {slack_safe(principal)[0]} in Slack: `{tool}` ({slack_safe(request_id)[0]})"
     if response_url:
         background.add_task(_respond, response_url, {"replace_original": True, "text": text})
     return JSONResponse({"ok": True, "request_id": request_id, "decision": decision, "decided_by": principal})
