@@ -18,9 +18,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from projection.store import ProjectionStore
-from ui.security import require_token
+from ui.security import authenticated, require_token
 
 WAIT_INTERVAL = 1.0
+AUTH_RECHECK_INTERVAL = 2.0  # a logout or an expired session ends an open stream within this
 KEEPALIVE_INTERVAL = 15.0
 RECONNECT_MS = 1500
 BATCH = 200
@@ -65,9 +66,17 @@ def format_event(event: dict) -> str:
 
 
 async def stream_events(request: Request, store: ProjectionStore, after: int) -> AsyncIterator[str]:
+    """The events after `after`, until the client leaves or its credential stops being valid
+    (logout, session expiry, a revoked token): then `logout` and the end, so text written after
+    that never reaches a browser that is no longer signed in."""
     yield f"retry: {RECONNECT_MS}\nevent: ready\ndata: {json.dumps({'after': after})}\n\n"
-    last_sent = time.monotonic()
+    last_sent = checked = time.monotonic()
     while not await request.is_disconnected():
+        if time.monotonic() - checked > AUTH_RECHECK_INTERVAL:
+            checked = time.monotonic()
+            if not await authenticated(request):
+                yield "event: logout\ndata: {}\n\n"
+                return
         mark = await store.event_mark()
         events, latest = await store.events(after, limit=BATCH)
         if latest < after:

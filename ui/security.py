@@ -124,21 +124,28 @@ async def principal_of(request: Request) -> Principal | None:
     return await store.session_person(record)  # type: ignore[no-any-return]
 
 
-def is_authenticated(request: Request) -> bool:
+async def authenticated(request: Request) -> bool:
+    """Whether the request carries a valid credential now: the UI token, a person's token, a
+    trusted proxy's identity or an open session. The one definition every route and the event
+    stream (which asks again while it is open) use."""
     token: str | None = request.app.state.settings.ui_token
     if token is None or proxied_person(request.scope, request.app.state.proxy_identity) is not None:
         return True
+    store = request.app.state.store
     bearer = _bearer(request)
     if bearer is not None and token_matches(bearer, token):
         return True
-    # Called from sync code that FastAPI runs on a thread: the store's call goes back to the loop.
-    if bearer and anyio.from_thread.run(request.app.state.store.verify_token, bearer) is not None:
+    if bearer and await store.verify_token(bearer) is not None:
         return True
     cookie = request.cookies.get(SESSION_COOKIE, "")
     if not cookie or len(cookie) > MAX_SESSION_ID:
         return False
-    # Called from sync code that FastAPI runs on a thread: the store's call goes back to the loop.
-    return bool(anyio.from_thread.run(request.app.state.store.session_is_open, session_record(token, cookie)))
+    return bool(await store.session_is_open(session_record(token, cookie)))
+
+
+def is_authenticated(request: Request) -> bool:
+    """authenticated() for sync routes, which FastAPI runs on a thread: the store's calls go back to the loop."""
+    return bool(anyio.from_thread.run(authenticated, request))
 
 
 def require_token(request: Request) -> None:

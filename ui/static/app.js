@@ -261,6 +261,13 @@ function follow() {
     if (applyDelta(event, $("transcript"))) return;
     refreshSoon(event.conversation_id);
   });
+  source.addEventListener("logout", () => {
+    // Signed out (here or in another tab) or the session expired: stop following, ask to log in.
+    source.close();
+    live.textContent = "signed out";
+    live.className = "live live-off";
+    window.location.assign("/login");
+  });
   source.addEventListener("error", () => {
     live.textContent = "reconnecting…";
     live.className = "live live-off";
