@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint run bench clean
+.PHONY: install test lint run bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ run: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench.run
+
+docs: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build
