@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mcp import StdioServerParameters
 
+from activities.git_guard import git_environment, guard_dir
 from activities.sandbox import SYSTEM_PATHS, SandboxPolicy, sandboxed_launch
 from activities.tool_config import McpServerConfig
 
@@ -26,16 +27,24 @@ def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxP
     cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
     program = _program(config.command)
+    env = server_environment(config)
     if not sandbox.enabled:  # turned off on purpose: the SDK's short safe list plus the configured env
-        return StdioServerParameters(command=program, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+        return StdioServerParameters(command=program, args=list(config.args), env=env, cwd=str(cwd))
+    guard = guard_dir()
     policy = replace(
         sandbox,
         network=config.network,
-        env=(*sandbox.env, *config.env),
-        readonly=(*sandbox.readonly, *installation(program)),
+        env=(*sandbox.env, *env),
+        readonly=(*sandbox.readonly, *installation(program), *([guard] if guard else [])),
     )
-    launch = sandboxed_launch([program, *config.args], cwd, policy, {**os.environ, **config.env})
+    launch = sandboxed_launch([program, *config.args], cwd, policy, {**os.environ, **env})
     return StdioServerParameters(command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=str(launch.cwd))
+
+
+def server_environment(config: McpServerConfig) -> dict[str, str]:
+    """What the configuration grants, then the git hardening over it (a configuration cannot undo it)."""
+    path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+    return {**config.env, **git_environment(path)}
 
 
 def _program(command: str) -> str:
