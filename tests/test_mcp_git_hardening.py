@@ -91,3 +91,21 @@ async def test_no_repository_controlled_command_runs_on_a_read(
     finally:
         await servers.close()
     assert not list(workspace.rglob("PWNED")), f"{tool} ran the repository's command"
+
+
+async def test_the_default_rules_deny_a_nested_git_config_write(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    planted = "[core]\n\tfsmonitor = \"sh -c 'touch PWNED; echo'\"\n"
+    model.behaviour = calls_then_summary(  # type: ignore[assignment]
+        ("c1", "write_file", {"path": "sub/.git/config", "content": planted}),
+        ("c2", "write_file", {"path": "./a/b/.git/hooks/pre-commit", "content": "#!/bin/sh\ntouch PWNED\n"}),
+    )
+    async with build_worker(client, settings):  # no POLICY_FILE: the default rules
+        cid = histories.track(await start_conversation(client, settings, "set up the repository"))
+        state = await wait_status(client, cid, "idle")
+
+    results = tool_messages(state)
+    assert len(results) == 2 and all("a deny rule of the policy forbids" in r for r in results), results
+    written = [p for p in settings.workspace_dir.rglob("*") if p.is_file()]
+    assert written == [], "a denied write touched the workspace"
