@@ -87,7 +87,7 @@ async def test_no_repository_controlled_command_runs_on_a_read(
         assert unavailable == {}, unavailable
         found = next(t for t in tools if t.remote_name == tool)
         arguments: dict[str, object] = {"repo_path": "sub"}
-        await servers.connections["git"].call(found, arguments, lambda: None)
+        await servers.connection("git").call(found, arguments, lambda: None)
     finally:
         await servers.close()
     assert not list(workspace.rglob("PWNED")), f"{tool} ran the repository's command"

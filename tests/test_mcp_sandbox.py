@@ -63,7 +63,7 @@ async def reach(servers: McpServers, variable: str, path: Path, port: int) -> di
     tools, unavailable = await servers.list_all()
     assert unavailable == {}, unavailable
     (tool,) = tools
-    result = await servers.connections["probe"].call(
+    result = await servers.connection("probe").call(
         tool, {"variable": variable, "path": str(path), "port": port}, lambda: None
     )
     assert not result.is_error, result.content
