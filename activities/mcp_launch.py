@@ -18,6 +18,7 @@ from pathlib import Path
 from mcp import StdioServerParameters
 
 from activities.git_guard import git_environment, guard_dir
+from activities.mcp_launchers import launcher_needs
 from activities.sandbox import SYSTEM_PATHS, SandboxPolicy, sandboxed_launch
 from activities.tool_config import McpServerConfig
 
@@ -27,24 +28,33 @@ def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxP
     cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
     program = _program(config.command)
-    env = server_environment(config)
+    needs = launcher_needs(program, list(config.args), cwd, config.network, {**os.environ, **config.env})
+    env = server_environment(config, needs.env)
     if not sandbox.enabled:  # turned off on purpose: the SDK's short safe list plus the configured env
         return StdioServerParameters(command=program, args=list(config.args), env=env, cwd=str(cwd))
     guard = guard_dir()
+    visible = [*installation(program), *needs.readonly, *([guard] if guard else [])]
     policy = replace(
         sandbox,
         network=config.network,
         env=(*sandbox.env, *env),
-        readonly=(*sandbox.readonly, *installation(program), *([guard] if guard else [])),
+        readonly=(*sandbox.readonly, *_narrow(visible), *(Path(p).expanduser() for p in config.readonly)),
     )
     launch = sandboxed_launch([program, *config.args], cwd, policy, {**os.environ, **env})
     return StdioServerParameters(command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=str(launch.cwd))
 
 
-def server_environment(config: McpServerConfig) -> dict[str, str]:
-    """What the configuration grants, then the git hardening over it (a configuration cannot undo it)."""
+def _narrow(trees: list[Path]) -> list[Path]:
+    """Found trees, minus the system's (visible anyway) and any too broad to show (/, a home)."""
+    broad = {Path("/"), Path(os.path.expanduser("~")), Path("/home"), Path("/root")}
+    return [tree for tree in dict.fromkeys(trees) if tree not in broad and not _system(tree)]
+
+
+def server_environment(config: McpServerConfig, launcher_env: dict[str, str]) -> dict[str, str]:
+    """What its launcher needs, then what the configuration grants, then the git hardening over
+    both (a configuration cannot undo it)."""
     path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
-    return {**config.env, **git_environment(path)}
+    return {**launcher_env, **config.env, **git_environment(path)}
 
 
 def _program(command: str) -> str:
@@ -72,4 +82,4 @@ def installation(program: str) -> list[Path]:
         trees = [Path(sys.prefix), Path(sys.base_prefix), base]
     else:
         trees = [path.parent, path.resolve().parent]
-    return list(dict.fromkeys(tree for tree in trees if not _system(tree)))
+    return _narrow(trees)

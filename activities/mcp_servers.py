@@ -49,7 +49,7 @@ class McpServers:
         self.configs = dict(configs)
         self._root = workspace_root
         self._sandbox = SandboxPolicy() if sandbox is None else sandbox
-        self._idle_seconds = idle_seconds
+        self.idle_seconds = idle_seconds
         self._max_running = max_running
         self._instances: OrderedDict[InstanceKey, McpConnection] = OrderedDict()
         self._listed: dict[str, list[ToolDef]] = {}
@@ -98,14 +98,14 @@ class McpServers:
 
     async def _sweep(self) -> None:
         while True:
-            await asyncio.sleep(max(1.0, min(60.0, self._idle_seconds / 4)))
+            await asyncio.sleep(max(1.0, min(60.0, self.idle_seconds / 4)))
             await self.close_idle()
 
     async def close_idle(self) -> None:
         """Close every instance not used for idle_seconds."""
         now = time.monotonic()
         for key, connection in list(self._instances.items()):
-            if connection.busy or now - connection.last_used < self._idle_seconds:
+            if connection.busy or now - connection.last_used < self.idle_seconds:
                 continue
             if self._instances.get(key) is connection:
                 del self._instances[key]

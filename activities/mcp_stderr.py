@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import sys
 import threading
 from typing import BinaryIO, TextIO
 
-TAIL_LINES = 12
+TAIL_LINES = 40  # kept; the reason shows the last SHOWN_LINES of them
+SHOWN_LINES = 15
+_FRAME = re.compile(r"^\s+at \S")  # a JavaScript stack frame: many, and rarely the reason
 LINE_CHARS = 400
 
 
@@ -57,7 +60,17 @@ class StderrTail:
             self.file.close()
 
     def last_lines(self, wait_seconds: float = 2.0) -> list[str]:
-        """The kept lines; after release, waits a moment for an exited process's last words."""
+        """The last kept lines, stack frames folded into one; after release, waits a moment for an
+        exited process's last words."""
         if self.file.closed:
             self._reader.join(wait_seconds)
-        return [line for line in self._lines if line.strip()]
+        shown: list[str] = []
+        for line in self._lines:
+            if not line.strip():
+                continue
+            if _FRAME.match(line):
+                if shown and shown[-1].endswith("(stack frames left out)"):
+                    continue
+                line = "    at ... (stack frames left out)"
+            shown.append(line)
+        return shown[-SHOWN_LINES:]
