@@ -27,11 +27,13 @@ def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxP
     assert config.command is not None, "stdio_parameters is for servers with a command"
     cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
-    program = _program(config.command)
-    needs = launcher_needs(program, list(config.args), cwd, config.network, {**os.environ, **config.env})
+    program, args = _program(config.command), list(config.args)
+    needs = launcher_needs(program, args, cwd, config.network, {**os.environ, **config.env})
+    if needs.argv is not None:  # an installed npx package, started by node directly
+        program, args = needs.argv[0], needs.argv[1:]
     env = server_environment(config, needs.env)
     if not sandbox.enabled:  # turned off on purpose: the SDK's short safe list plus the configured env
-        return StdioServerParameters(command=program, args=list(config.args), env=env, cwd=str(cwd))
+        return StdioServerParameters(command=program, args=args, env=env, cwd=str(cwd))
     guard = guard_dir()
     visible = [*installation(program), *needs.readonly, *([guard] if guard else [])]
     policy = replace(
@@ -40,7 +42,7 @@ def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxP
         env=(*sandbox.env, *env),
         readonly=(*sandbox.readonly, *_narrow(visible), *(Path(p).expanduser() for p in config.readonly)),
     )
-    launch = sandboxed_launch([program, *config.args], cwd, policy, {**os.environ, **env})
+    launch = sandboxed_launch([program, *args], cwd, policy, {**os.environ, **env})
     return StdioServerParameters(command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=str(launch.cwd))
 
 

@@ -2,10 +2,12 @@
 
 - `node SCRIPT ...`: the package SCRIPT belongs to, read-only: the outermost `node_modules` above
   it (where its dependencies were installed), else the nearest directory with a package.json.
-- `npx -y PACKAGE`: node's installation and the npm cache (`npm_config_cache`, else ~/.npm),
-  read-only, with `npm_config_cache` pointing at it. The cache is read-only, so a package npx has
-  not fetched before cannot be installed from inside: install it first (`npm install -g PACKAGE`,
-  or run `npx -y PACKAGE` once as the worker's user). Without network npm is told to stay offline.
+- `npx -y PACKAGE`: npx writes to its cache even for a package it has, so it cannot run over a
+  read-only one. A PACKAGE npx already installed (in the npm cache's `_npx`, from one `npx -y
+  PACKAGE` on the host as the worker's user) or `npm install -g`'d is started directly, as `node
+  BIN`, with its installation read-only; a package found in neither is left to npx (with node's
+  installation and the cache read-only, `npm_config_cache` pointing at it, offline without
+  network), which fails and says so on stderr.
 - `uvx PACKAGE` (or `uv tool run`): uv's cache and its managed Pythons, read-only, and offline
   without network; as with npx, fetch the package once on the host first (`uvx PACKAGE --help`).
 
@@ -14,6 +16,7 @@ Anything else a server needs goes in its table's `readonly = [...]`.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +33,51 @@ TOOL_QUERY_SECONDS = 10.0
 class LauncherNeeds:
     readonly: list[Path] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    argv: list[str] | None = None  # what to start instead of the configured command
+
+
+def _package_name(spec: str) -> str:
+    """`@scope/name@1.2` -> `@scope/name`."""
+    at = spec.find("@", 1)
+    return spec if at == -1 else spec[:at]
+
+
+def _npx_split(args: list[str]) -> tuple[str, list[str]] | None:
+    """The package npx is asked to run and the arguments after it (None if it names no package)."""
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        flag = rest.pop(0)
+        if flag in ("-p", "--package", "-c", "--call"):
+            return None  # forms that name several packages or a command: left to npx
+    return (_package_name(rest[0]), rest[1:]) if rest else None
+
+
+def _bin_script(package_dir: Path, name: str) -> Path | None:
+    try:
+        manifest = json.loads((package_dir / "package.json").read_text())
+    except (OSError, ValueError):
+        return None
+    bins = manifest.get("bin")
+    if isinstance(bins, str):
+        return package_dir / bins
+    if isinstance(bins, dict) and bins:
+        short = name.rsplit("/", 1)[-1]
+        chosen = bins.get(short) or (next(iter(bins.values())) if len(bins) == 1 else None)
+        return package_dir / chosen if isinstance(chosen, str) else None
+    return None
+
+
+def installed_npx_package(name: str, cache: Path) -> Path | None:
+    """The bin script of an already installed `name`: npx's own installs first, then the global one."""
+    candidates = sorted((cache / "_npx").glob(f"*/node_modules/{name}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    node = shutil.which("node")
+    if node is not None:
+        candidates.append(Path(os.path.realpath(node)).parent.parent / "lib" / "node_modules" / name)
+    for package_dir in candidates:
+        script = _bin_script(package_dir, name)
+        if script is not None and script.is_file():
+            return script
+    return None
 
 
 def script_package(script: Path) -> list[Path]:
@@ -94,6 +142,13 @@ def launcher_needs(program: str, args: list[str], cwd: Path, network: bool, envi
             needs.readonly += script_package(script)
     elif name in NPX_PROGRAMS:
         cache = npm_cache(environ)
+        split = _npx_split(args)
+        script = installed_npx_package(split[0], cache) if split is not None else None
+        node = shutil.which("node")
+        if split is not None and script is not None and node is not None:
+            needs.argv = [node, str(script), *split[1]]
+            needs.readonly += [*node_installation(node), *script_package(script)]
+            return needs
         needs.readonly += [*node_installation(program), cache]
         needs.env["npm_config_cache"] = str(cache)
         needs.env["npm_config_update_notifier"] = "false"

@@ -49,9 +49,37 @@ def install_filesystem_server(prefix: Path) -> Path:
     return script
 
 
+NPX_CACHE = REPO_ROOT / "build" / "npx-cache"
+
+
+def npx_once(workspace: Path) -> None:
+    """`npx -y PACKAGE` once on the host, as the README says to do before the worker starts: the
+    server starts, reads end-of-input and exits, leaving its install in the cache's `_npx`."""
+    npx = shutil.which("npx")
+    assert npx is not None, "npx is needed for this test (apt-get install npm)"
+    subprocess.run(
+        [npx, "-y", "--cache", str(NPX_CACHE), "--prefer-offline", PACKAGE, str(workspace)],
+        stdin=subprocess.DEVNULL,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+
+
 @pytest.fixture(scope="module")
 def filesystem_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return install_filesystem_server(tmp_path_factory.mktemp("npm"))
+
+
+@pytest.fixture(params=["node", "npx"])
+def filesystem_server(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """The server as `node SCRIPT .` (installed with npm install) or as `npx -y PACKAGE .`."""
+    # "." is the server's working directory: the conversation's workspace, mounted at its host path.
+    if request.param == "node":
+        script: Path = request.getfixturevalue("filesystem_script")
+        return {"command": "node", "args": [str(script), "."]}
+    npx_once(tmp_path)
+    return {"command": "npx", "args": ["-y", PACKAGE, "."], "env": {"npm_config_cache": str(NPX_CACHE)}}
 
 
 def one_call_at_a_time(*calls: tuple[str, str, dict[str, Any]]) -> Any:
@@ -77,12 +105,10 @@ async def test_the_npm_filesystem_server_reads_writes_once_and_never_moves(
     model: ScriptedModel,
     histories: HistoryRecorder,
     tmp_path: Path,
-    filesystem_script: Path,
+    filesystem_server: dict[str, Any],
     launcher: str,
 ) -> None:
-    # "." is the server's working directory: the conversation's workspace, bind-mounted at its host path.
-    server = {"command": "node", "args": [str(filesystem_script), "."]}
-    settings = with_config(settings, tmp_path / "tools.toml", RULES, {"fs": server})
+    settings = with_config(settings, tmp_path / "tools.toml", RULES, {"fs": filesystem_server})
     settings = Settings(**{**settings.__dict__, "tool_sandbox": launcher})
     model.behaviour = one_call_at_a_time(  # type: ignore[assignment]
         ("c_write", "mcp__fs__write_file", {"path": "notes.txt", "content": CONTENT}),
