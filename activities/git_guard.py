@@ -16,6 +16,7 @@ its code. Every stdio MCP server therefore gets:
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -98,6 +99,7 @@ def guard_dir() -> Path | None:
     if real is None:
         return None
     directory = Path(tempfile.mkdtemp(prefix="mcp-git-guard-"))
+    atexit.register(shutil.rmtree, directory, True)
     wrapper = directory / "git"
     wrapper.write_text(_WRAPPER.replace("__REAL_GIT__", "'" + real.replace("'", "'\\''") + "'"))
     wrapper.chmod(0o755)

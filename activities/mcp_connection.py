@@ -28,7 +28,7 @@ from activities.heartbeat import heartbeating
 from activities.mcp_definitions import result_text, tool_definition
 from activities.mcp_launch import stdio_parameters
 from activities.mcp_stderr import StderrTail
-from activities.sandbox import SandboxPolicy
+from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_config import McpServerConfig
 from workflows.models import ToolDef, ToolResult
 
@@ -147,6 +147,7 @@ class McpConnection:
     async def client(self) -> Client:
         async with self._lock:
             if not self.running:
+                self._stderr = None  # the last start's lines are not this start's reason
                 self._stop = asyncio.Event()
                 ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
                 self._owner = asyncio.create_task(self._own(ready), name=f"mcp-{self.name}")
@@ -156,8 +157,8 @@ class McpConnection:
                     await self._drop()
                     if ready.done() and not ready.cancelled():
                         ready.exception()  # seen: the caller raises its own error
-                    said = self._stderr.last_lines() if self._stderr is not None else []
-                    if said and not isinstance(err, asyncio.CancelledError):
+                    said: list[str] = self._stderr.last_lines() if self._stderr is not None else []
+                    if said and not isinstance(err, (asyncio.CancelledError, SandboxUnavailable)):
                         raise McpServerFailed(f"{reason(err)}; its stderr ended with:\n" + "\n".join(said)) from err
                     raise
                 if self._stderr is not None:

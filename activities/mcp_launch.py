@@ -1,10 +1,12 @@
 """How the worker starts a stdio MCP server: the one place a configuration becomes a process.
 
 The server runs in the same sandbox as run_shell: no network unless its configuration says
-`network = true`, the workspace (or its configured cwd) read-write, the system directories and its
-own installation read-only, and none of the project's data, configuration or checkout. Its
-environment is the sandbox's allow-list plus the variables its configuration grants. When no
-sandbox starts, SandboxUnavailable is raised and the server is not started at all.
+`network = true`, the workspace (or its configured cwd) read-write, the system directories, its
+own installation (activities/mcp_launchers.py works it out for node, npx and uvx) and its
+configured `readonly` paths read-only, and none of the project's data, configuration or checkout.
+Its environment is the sandbox's allow-list plus the variables its configuration grants, with git's
+repository-controlled programs off over both (activities/git_guard.py). When no sandbox starts,
+SandboxUnavailable is raised and the server is not started at all.
 """
 
 from __future__ import annotations

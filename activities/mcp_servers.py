@@ -34,6 +34,14 @@ REASON_CHARS = 1500
 InstanceKey = tuple[str, str | None]
 
 
+def _bounded(why: str) -> str:
+    """A reason short enough for the history: its start (the error) and its end (the server's last words)."""
+    if len(why) <= REASON_CHARS:
+        return why
+    head = REASON_CHARS // 4
+    return f"{why[:head]} ... {why[-(REASON_CHARS - head) :]}"
+
+
 class McpServers:
     """Every configured server by name; stdio ones start in `sandbox` (the worker's tool sandbox)."""
 
@@ -139,7 +147,7 @@ class McpServers:
             if isinstance(outcome, BaseException):
                 why = "no answer in time" if isinstance(outcome, TimeoutError) else reason(outcome)
                 log.warning("MCP server %s: tools unavailable: %s", name, why)
-                unavailable[f"MCP server {name}"] = why[:REASON_CHARS]
+                unavailable[f"MCP server {name}"] = _bounded(why)
             else:
                 tools.extend(outcome)
         return tools, unavailable
