@@ -1,10 +1,12 @@
 """How the worker starts a stdio MCP server: the one place a configuration becomes a process.
 
 The server runs in the same sandbox as run_shell: no network unless its configuration says
-`network = true`, the workspace (or its configured cwd) read-write, the system directories and its
-own installation read-only, and none of the project's data, configuration or checkout. Its
-environment is the sandbox's allow-list plus the variables its configuration grants. When no
-sandbox starts, SandboxUnavailable is raised and the server is not started at all.
+`network = true`, the workspace (or its configured cwd) read-write, the system directories, its
+own installation (activities/mcp_launchers.py works it out for node, npx and uvx) and its
+configured `readonly` paths read-only, and none of the project's data, configuration or checkout.
+Its environment is the sandbox's allow-list plus the variables its configuration grants, with git's
+repository-controlled programs off over both (activities/git_guard.py). When no sandbox starts,
+SandboxUnavailable is raised and the server is not started at all.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 from mcp import StdioServerParameters
 
+from activities.git_guard import git_environment, guard_dir
+from activities.mcp_launchers import launcher_needs
 from activities.sandbox import SYSTEM_PATHS, SandboxPolicy, sandboxed_launch
 from activities.tool_config import McpServerConfig
 
@@ -25,17 +29,36 @@ def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxP
     assert config.command is not None, "stdio_parameters is for servers with a command"
     cwd = Path(config.cwd).resolve() if config.cwd is not None else workspace.resolve()
     cwd.mkdir(parents=True, exist_ok=True)
-    program = _program(config.command)
+    program, args = _program(config.command), list(config.args)
+    needs = launcher_needs(program, args, cwd, config.network, {**os.environ, **config.env})
+    if needs.argv is not None:  # an installed npx package, started by node directly
+        program, args = needs.argv[0], needs.argv[1:]
+    env = server_environment(config, needs.env)
     if not sandbox.enabled:  # turned off on purpose: the SDK's short safe list plus the configured env
-        return StdioServerParameters(command=program, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+        return StdioServerParameters(command=program, args=args, env=env, cwd=str(cwd))
+    guard = guard_dir()
+    visible = [*installation(program), *needs.readonly, *([guard] if guard else [])]
     policy = replace(
         sandbox,
         network=config.network,
-        env=(*sandbox.env, *config.env),
-        readonly=(*sandbox.readonly, *installation(program)),
+        env=(*sandbox.env, *env),
+        readonly=(*sandbox.readonly, *_narrow(visible), *(Path(p).expanduser() for p in config.readonly)),
     )
-    launch = sandboxed_launch([program, *config.args], cwd, policy, {**os.environ, **config.env})
+    launch = sandboxed_launch([program, *args], cwd, policy, {**os.environ, **env})
     return StdioServerParameters(command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=str(launch.cwd))
+
+
+def _narrow(trees: list[Path]) -> list[Path]:
+    """Found trees, minus the system's (visible anyway) and any too broad to show (/, a home)."""
+    broad = {Path("/"), Path(os.path.expanduser("~")), Path("/home"), Path("/root")}
+    return [tree for tree in dict.fromkeys(trees) if tree not in broad and not _system(tree)]
+
+
+def server_environment(config: McpServerConfig, launcher_env: dict[str, str]) -> dict[str, str]:
+    """What its launcher needs, then what the configuration grants, then the git hardening over
+    both (a configuration cannot undo it)."""
+    path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+    return {**launcher_env, **config.env, **git_environment(path)}
 
 
 def _program(command: str) -> str:
@@ -63,4 +86,4 @@ def installation(program: str) -> list[Path]:
         trees = [Path(sys.prefix), Path(sys.base_prefix), base]
     else:
         trees = [path.parent, path.resolve().parent]
-    return list(dict.fromkeys(tree for tree in trees if not _system(tree)))
+    return _narrow(trees)

@@ -1,247 +1,167 @@
-"""MCP servers as the worker holds them: started on demand, reused, restarted after a failure.
+"""MCP servers as the worker holds them: one running instance per server and workspace.
 
-Each configured server has one connection, kept open by an owner task (the SDK's transports must
-be entered and left in one task) and shared by every call. A call or listing that fails drops the
-connection; the next one starts the server again. `close()` stops them all with the worker.
+A stdio server works in a conversation's workspace (activities/workspaces.py) unless its
+configuration sets `cwd`, so each workspace key gets its own instance: no conversation's server
+sees another's files. Instances start on demand, the least recently used is closed when more than
+`max_running` run, and one idle for `idle_seconds` is closed. HTTP servers and stdio servers with
+a fixed `cwd` have one instance. Tool definitions do not depend on the workspace: a server's
+listing is kept, so a conversation that lists tools without calling one starts no server.
+`close()` stops them all with the worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import re
-import sys
-from collections.abc import Callable
+import time
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any, TextIO
 
-import mcp_types
-from mcp import Client
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-
-from activities.builtin_tools import truncate
-from activities.heartbeat import heartbeating
-from activities.mcp_launch import stdio_parameters
+from activities.mcp_connection import McpConnection, reason
+from activities.mcp_definitions import mcp_tool_name, result_text, tool_definition
 from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig
-from workflows.models import PermissionType, ToolDef, ToolResult
+from activities.workspaces import workspace_for
+from workflows.models import ToolDef
 
+__all__ = ["McpConnection", "McpServers", "mcp_tool_name", "result_text", "tool_definition"]
 log = logging.getLogger(__name__)
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
-OPEN_TIMEOUT_SECONDS = 30.0
+IDLE_SECONDS = 300.0
+MAX_RUNNING = 16
+REASON_CHARS = 1500
+
+InstanceKey = tuple[str, str | None]
 
 
-def mcp_tool_name(server: str, tool: str) -> str:
-    """How an MCP tool reaches the model and the rules: mcp__SERVER__TOOL, in the characters
-    function names may use."""
-    return f"mcp__{_UNSAFE_NAME.sub('_', server)}__{_UNSAFE_NAME.sub('_', tool)}"[:64]
-
-
-def _errlog() -> TextIO:
-    """The server's stderr goes to the worker's (its log); a captured stream without a file
-    descriptor cannot be handed to a child process."""
-    try:
-        sys.stderr.fileno()
-        return sys.stderr
-    except (AttributeError, OSError, ValueError):
-        return sys.__stderr__ or sys.stderr
-
-
-def _rule_argument(schema: dict[str, Any], configured: str | None) -> str | None:
-    if configured is not None:
-        return configured
-    properties = schema.get("properties") or {}
-    for field in schema.get("required") or []:
-        if (properties.get(field) or {}).get("type") == "string":
-            return str(field)
-    return None
-
-
-def _reason(err: BaseException) -> str:
-    """The innermost error of the SDK's task-group wrappers, which say nothing on their own."""
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    return f"{type(err).__name__}: {err}"
-
-
-def tool_definition(server: str, config: McpServerConfig, tool: mcp_types.Tool) -> ToolDef:
-    hints = tool.annotations
-    read_only = bool(hints and hints.read_only_hint)
-    permission: PermissionType = "read" if read_only else ("network" if hints and hints.open_world_hint else "write")
-    schema = dict(tool.input_schema or {"type": "object"})
-    schema.setdefault("type", "object")
-    annotations = hints.model_dump(by_alias=True, exclude_none=True) if hints else {}
-    return ToolDef(
-        name=mcp_tool_name(server, tool.name),
-        description=tool.description or tool.title or tool.name,
-        parameters=schema,
-        permission_type=permission,
-        rule_argument=_rule_argument(schema, config.rule_arguments.get(tool.name)),
-        source="mcp",
-        origin=server,
-        remote_name=tool.name,
-        annotations=annotations,
-        # Annotations never loosen a rule; they only spare a read-only tool the at-most-once guard.
-        at_most_once=not read_only,
-    )
-
-
-def result_text(result: mcp_types.CallToolResult) -> ToolResult:
-    """Text and structured content kept; other content summarised."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            parts.append(block.text)
-        else:
-            parts.append(f"[{block.type} content not shown]")
-    structured = result.structured_content
-    # A plain function's return value comes twice (as text and as {"result": text}): keep one.
-    if structured is not None and structured != {"result": "\n".join(parts)}:
-        parts.append(json.dumps(structured, sort_keys=True))
-    text = "\n".join(parts) or "(no content)"
-    if result.is_error:
-        return ToolResult(content=truncate(f"Error from the tool: {text}"), is_error=True)
-    return ToolResult(content=truncate(text))
-
-
-class McpConnection:
-    def __init__(self, name: str, config: McpServerConfig, workspace: Path, sandbox: SandboxPolicy) -> None:
-        self.name = name
-        self.config = config
-        self._workspace = workspace
-        self._sandbox = sandbox
-        self._client: Client | None = None
-        self._owner: asyncio.Task[None] | None = None
-        self._stop = asyncio.Event()
-        self._lock = asyncio.Lock()
-
-    def _new_client(self) -> Client:
-        if self.config.command is not None:
-            transport: Any = stdio_client(
-                stdio_parameters(self.config, self._workspace, self._sandbox), errlog=_errlog()
-            )
-        else:
-            assert self.config.url is not None
-            http = create_mcp_http_client(headers=dict(self.config.headers))
-            transport = streamable_http_client(self.config.url, http_client=http)
-        return Client(transport, cache=None, read_timeout_seconds=self.config.timeout_seconds)
-
-    async def _own(self, ready: asyncio.Future[Client]) -> None:
-        try:
-            async with self._new_client() as client:
-                ready.set_result(client)
-                await self._stop.wait()
-        except asyncio.CancelledError:
-            ready.cancel()
-            raise
-        except BaseException as err:
-            if not ready.done():
-                ready.set_exception(err)
-            else:
-                log.warning("MCP server %s: connection ended: %r", self.name, err)
-
-    async def client(self) -> Client:
-        async with self._lock:
-            if self._client is None or self._owner is None or self._owner.done():
-                self._stop = asyncio.Event()
-                ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
-                self._owner = asyncio.create_task(self._own(ready), name=f"mcp-{self.name}")
-                try:
-                    self._client = await asyncio.wait_for(asyncio.shield(ready), OPEN_TIMEOUT_SECONDS)
-                except BaseException:
-                    await self._drop()
-                    if ready.done() and not ready.cancelled():
-                        ready.exception()  # seen: the caller raises its own error
-                    raise
-                log.info("MCP server %s: connected (%s)", self.name, self.config.transport)
-            return self._client
-
-    async def _drop(self) -> None:
-        """End the owner task: a connected one leaves its context (stopping a stdio server), one
-        still connecting is canceled; either way it is awaited, so nothing is left half-closed."""
-        connected, self._client = self._client is not None, None
-        owner, self._owner = self._owner, None
-        self._stop.set()
-        if owner is None or owner.done():
-            return
-        if not connected:
-            owner.cancel()
-        try:
-            await asyncio.wait_for(owner, 10)
-        except (TimeoutError, asyncio.CancelledError):
-            log.warning("MCP server %s: did not close in time", self.name)
-        except Exception:  # the owner already logged how it ended
-            log.debug("MCP server %s: closed after an error", self.name)
-
-    async def reset(self) -> None:
-        """Drop the connection (stopping a stdio server); the next use starts a fresh one."""
-        async with self._lock:
-            await self._drop()
-
-    async def list_tools(self) -> list[ToolDef]:
-        try:
-            client = await self.client()
-            tools: list[ToolDef] = []
-            cursor: str | None = None
-            while True:
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(tool_definition(self.name, self.config, tool) for tool in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    return tools
-        except BaseException:
-            await self.reset()
-            raise
-
-    async def call(self, tool: ToolDef, arguments: dict[str, Any], beat: Callable[[], None]) -> ToolResult:
-        """One tools/call; a broken connection is dropped and the error raised, so Temporal retries."""
-        try:
-            client = await self.client()
-            result = await heartbeating(
-                client.call_tool(
-                    tool.remote_name or tool.name, arguments, read_timeout_seconds=self.config.timeout_seconds
-                ),
-                beat,
-            )
-        except BaseException:
-            await self.reset()
-            raise
-        return result_text(result)
+def _bounded(why: str) -> str:
+    """A reason short enough for the history: its start (the error) and its end (the server's last words)."""
+    if len(why) <= REASON_CHARS:
+        return why
+    head = REASON_CHARS // 4
+    return f"{why[:head]} ... {why[-(REASON_CHARS - head) :]}"
 
 
 class McpServers:
     """Every configured server by name; stdio ones start in `sandbox` (the worker's tool sandbox)."""
 
     def __init__(
-        self, configs: dict[str, McpServerConfig], workspace: Path, sandbox: SandboxPolicy | None = None
+        self,
+        configs: dict[str, McpServerConfig],
+        workspace_root: Path,
+        sandbox: SandboxPolicy | None = None,
+        *,
+        idle_seconds: float = IDLE_SECONDS,
+        max_running: int = MAX_RUNNING,
     ) -> None:
-        sandbox = SandboxPolicy() if sandbox is None else sandbox
-        self.connections = {name: McpConnection(name, c, workspace, sandbox) for name, c in configs.items()}
+        self.configs = dict(configs)
+        self._root = workspace_root
+        self._sandbox = SandboxPolicy() if sandbox is None else sandbox
+        self.idle_seconds = idle_seconds
+        self._max_running = max_running
+        self._instances: OrderedDict[InstanceKey, McpConnection] = OrderedDict()
+        self._listed: dict[str, list[ToolDef]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
-    async def list_all(self) -> tuple[list[ToolDef], dict[str, str]]:
+    def _key(self, name: str, workspace: str | None) -> InstanceKey:
+        config = self.configs[name]
+        shared = config.command is None or config.cwd is not None
+        return (name, None if shared else workspace or None)
+
+    def connection(self, name: str, workspace: str | None = None) -> McpConnection:
+        """The instance of configured server `name` for this workspace key (created, not started)."""
+        key = self._key(name, workspace)
+        found = self._instances.get(key)
+        if found is None:
+            found = McpConnection(name, self.configs[name], workspace_for(self._root, key[1]), self._sandbox)
+            self._instances[key] = found
+            self._make_room(key)
+        self._instances.move_to_end(key)
+        found.last_used = time.monotonic()
+        self._start_sweeper()
+        return found
+
+    def running(self) -> list[McpConnection]:
+        return [c for c in self._instances.values() if c.running]
+
+    def _make_room(self, keep: InstanceKey) -> None:
+        """Close the least recently used instances beyond the cap (never one in a call)."""
+        excess = len(self._instances) - self._max_running
+        for key, connection in list(self._instances.items()):
+            if excess <= 0:
+                return
+            if key == keep or connection.busy:
+                continue
+            del self._instances[key]
+            excess -= 1
+            connection.retired = True
+            if connection.running:
+                log.info("MCP server %s: closing the least recently used instance (%s)", key[0], connection.workspace)
+            self._closing.add(asyncio.get_running_loop().create_task(connection.reset()))
+
+    def _start_sweeper(self) -> None:
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="mcp-idle-sweeper")
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(max(1.0, min(60.0, self.idle_seconds / 4)))
+            await self.close_idle()
+
+    async def close_idle(self) -> None:
+        """Close every instance not used for idle_seconds."""
+        now = time.monotonic()
+        for key, connection in list(self._instances.items()):
+            if connection.busy or now - connection.last_used < self.idle_seconds:
+                continue
+            if self._instances.get(key) is connection:
+                del self._instances[key]
+            connection.retired = True
+            if connection.running:
+                log.info("MCP server %s: closing an idle instance (%s)", key[0], connection.workspace)
+            with contextlib.suppress(Exception):
+                await connection.reset()
+
+    async def _list(self, name: str, workspace: str | None) -> list[ToolDef]:
+        """A server's tools: asked of a running instance of this workspace, else the kept listing,
+        else asked of a new instance."""
+        config = self.configs[name]
+        instance = self._instances.get(self._key(name, workspace))
+        if instance is None or not instance.running:
+            kept = self._listed.get(name)
+            if kept is not None and config.command is not None:
+                return kept
+        connection = self.connection(name, workspace)
+        tools = await asyncio.wait_for(connection.list_tools(), config.list_timeout_seconds)
+        self._listed[name] = tools
+        return tools
+
+    async def list_all(self, workspace: str | None = None) -> tuple[list[ToolDef], dict[str, str]]:
         """Tools of every server that answers in time; why each other one did not."""
-
-        async def one(connection: McpConnection) -> list[ToolDef]:
-            return await asyncio.wait_for(connection.list_tools(), connection.config.list_timeout_seconds)
-
-        names = list(self.connections)
-        outcomes = await asyncio.gather(*(one(self.connections[n]) for n in names), return_exceptions=True)
+        names = list(self.configs)
+        outcomes = await asyncio.gather(*(self._list(n, workspace) for n in names), return_exceptions=True)
         tools: list[ToolDef] = []
         unavailable: dict[str, str] = {}
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, BaseException):
-                why = "no answer in time" if isinstance(outcome, TimeoutError) else _reason(outcome)
+                why = "no answer in time" if isinstance(outcome, TimeoutError) else reason(outcome)
                 log.warning("MCP server %s: tools unavailable: %s", name, why)
-                unavailable[f"MCP server {name}"] = why[:300]
+                unavailable[f"MCP server {name}"] = _bounded(why)
             else:
                 tools.extend(outcome)
         return tools, unavailable
 
     async def close(self) -> None:
-        for connection in self.connections.values():
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sweeper
+            self._sweeper = None
+        instances, self._instances = list(self._instances.values()), OrderedDict()
+        await asyncio.gather(*self._closing, return_exceptions=True)
+        self._closing.clear()
+        for connection in instances:
+            connection.retired = True
             with contextlib.suppress(Exception):
                 await connection.reset()

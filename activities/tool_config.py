@@ -7,6 +7,7 @@ They live in the same TOML file as the permission rules (POLICY_FILE):
     command = "mcp-server-git"
     args = ["--repository", "data/workspace"]
     network = false          # stdio servers run in the tool sandbox; true lets this one reach the network
+    readonly = ["/opt/tools"] # more paths it may read (node, npx and uvx installations are found by themselves)
     [mcp_servers.search]
     url = "http://127.0.0.1:9000/mcp"
     headers = { Authorization = "Bearer ..." }
@@ -25,6 +26,9 @@ class McpServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="stdio: variables passed into its sandbox")
     cwd: str | None = Field(default=None, description="stdio: where it runs, read-write (default: the workspace)")
     network: bool = Field(default=False, description="stdio: reach the network from its sandbox (default: none)")
+    readonly: list[str] = Field(
+        default_factory=list, description="stdio: more paths it may read in its sandbox (an installation, a cache)"
+    )
     url: str | None = Field(default=None, description="streamable HTTP: the endpoint")
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=120.0, gt=0, description="longest one call may take")

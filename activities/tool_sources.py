@@ -22,11 +22,12 @@ class ToolSources:
         self.python = load_python_tools(config.python_tools)
         self.mcp = McpServers(config.mcp_servers, workspace_dir, sandbox)
 
-    async def catalog(self) -> ToolCatalog:
+    async def catalog(self, workspace: str | None = None) -> ToolCatalog:
+        """Every tool; MCP servers are asked as the instance for this workspace key would be."""
         # `delegate` runs in the workflow (a child conversation); each conversation offers it within its limits.
         tools = [*TOOL_SPECS.values(), DELEGATE_TOOL]
         tools += [python_tool_definition(module, entry) for module, entry in self.python.values()]
-        mcp_tools, unavailable = await self.mcp.list_all()
+        mcp_tools, unavailable = await self.mcp.list_all(workspace)
         return ToolCatalog(tools=tools + mcp_tools, unavailable=unavailable)
 
     async def close(self) -> None:

@@ -41,7 +41,7 @@ class ToolActivities:
     @activity.defn(name=LIST_TOOLS)
     async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
         activity.heartbeat()
-        return await self.sources.catalog()
+        return await self.sources.catalog(request.workspace)
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
@@ -68,18 +68,20 @@ class ToolActivities:
             return WRONG_HOST
         await self._write_resolution(request)
         tool = _definition(request)
-        connection = self.sources.mcp.connections.get(tool.origin)
-        if connection is None:
+        # The instance of the server for this request's workspace (each workspace has its own).
+        if tool.origin not in self.sources.mcp.configs:
             return ToolResult(content=f"Error: this worker has no MCP server {tool.origin!r}", is_error=True)
-        # Connect before the ledger claim: a server that cannot be reached never ran the call.
-        try:
-            await connection.client()
-        except SandboxUnavailable as err:
-            activity.logger.error("not running %s: %s", request.request_id, err)
-            if tool.at_most_once:  # shown as a built-in that could not start is
-                await self._projection.mark_execution(request.request_id, "failed")
-            return ToolResult(content=f"Error: not run: {err}", is_error=True)
-        return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
+        connection = self.sources.mcp.connection(tool.origin, request.workspace)
+        async with connection.held():
+            # Connect before the ledger claim: a server that cannot be reached never ran the call.
+            try:
+                await connection.client()
+            except SandboxUnavailable as err:
+                activity.logger.error("not running %s: %s", request.request_id, err)
+                if tool.at_most_once:  # shown as a built-in that could not start is
+                    await self._projection.mark_execution(request.request_id, "failed")
+                return ToolResult(content=f"Error: not run: {err}", is_error=True)
+            return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
 
     async def _write_resolution(self, request: ToolRequest) -> None:
         """An approved call carries its approval's resolution: mirrored before anything else, so

@@ -88,5 +88,6 @@ async def tools(args: argparse.Namespace, session: Session) -> int:
     ]
     print(table(["TOOL", "SOURCE", "PERMISSION", "VERDICT", "RULES", "HINTS"], rows))
     for source, why in listing["unavailable"].items():
-        note(shown(f"unavailable: {source}: {why}"))
+        # A server that exited at start ends its reason with its stderr's last lines: kept as lines.
+        note(shown(f"unavailable: {source}: {why}", keep_newlines=True))
     return EXIT_OK

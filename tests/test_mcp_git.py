@@ -44,11 +44,14 @@ async def test_status_runs_under_an_allow_rule_and_an_approved_commit_happens_on
         (pending,) = await wait_pending(git_settings.approvals_db, cid, 1)
         assert pending["tool_name"] == "mcp__git__git_commit", "git_status ran without asking"
         assert commit_count(repo) == 1, "nothing is committed while the person thinks"
+        assert len(git_processes()) == 1, "one server, started on demand for the status"
         await send_decision(
             client, git_settings, DecisionInput(request_id=pending["request_id"], decision="allow", decided_by="ann")
         )
         state = await wait_status(client, cid, "idle")
-        assert len(git_processes()) == 1, "one server, started on demand and reused"
+        # The commit leaves GitPython's `git cat-file` helpers running: processes a call started
+        # do not outlive it, so the server was stopped, to start again on the next call.
+        assert git_processes() == [], "the server that kept the commit's processes was stopped"
     assert git_processes() == [], "the server stopped with the worker"
 
     status, committed = tool_messages(state)

@@ -62,8 +62,8 @@ def probe_server(workspace: Path, **options: object) -> dict[str, object]:
 async def reach(servers: McpServers, variable: str, path: Path, port: int) -> dict[str, str]:
     tools, unavailable = await servers.list_all()
     assert unavailable == {}, unavailable
-    (tool,) = tools
-    result = await servers.connections["probe"].call(
+    tool = next(t for t in tools if t.remote_name == "reach")
+    result = await servers.connection("probe").call(
         tool, {"variable": variable, "path": str(path), "port": port}, lambda: None
     )
     assert not result.is_error, result.content
@@ -153,7 +153,7 @@ async def test_a_call_whose_server_cannot_start_sandboxed_is_not_run_and_says_wh
     activities = ToolActivities(workspace, ledger, projection, sources)
     try:
         catalog = await sources.catalog()  # listed while a sandbox starts ...
-        (tool,) = [t for t in catalog.tools if t.origin == "probe"]
+        (tool,) = [t for t in catalog.tools if t.origin == "probe" and t.remote_name == "reach"]
         await sources.close()
         (workspace / "started").unlink()
         monkeypatch.setenv("PATH", failing_launchers(tmp_path / "bin"))  # ... called when none does

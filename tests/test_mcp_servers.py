@@ -15,7 +15,7 @@ from tests.mcp_support import git_processes, git_repo, git_server
 async def test_a_stdio_server_starts_on_demand_is_reused_restarted_and_stopped(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo")
     servers = McpServers({"git": McpServerConfig(**git_server(repo))}, tmp_path)
-    connection = servers.connections["git"]
+    connection = servers.connection("git")
     assert git_processes() == [], "nothing starts before it is needed"
     try:
         tools, unavailable = await servers.list_all()

@@ -29,7 +29,7 @@ DEFAULT_RULES = PolicyRules(
     mode="default",
     allow=["list_dir", "read_file", "kv_get", "kv_set", "delegate"],
     ask=["write_file", "run_shell"],
-    deny=["run_shell(rm -rf /*)", "run_shell(sudo *)", "write_file(.git/**)"],
+    deny=["run_shell(rm -rf /*)", "run_shell(sudo *)", "write_file(.git/**)", "write_file(**/.git/**)"],
 )
 
 
