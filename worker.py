@@ -83,9 +83,10 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     sandbox = settings.sandbox_policy()
     sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox)
     tools = ToolActivities(settings.workspace_dir, ledger, projection, sources, sandbox, settings.host_task_queue)
-    writes = ProjectionActivities(projection)
     hosts = HostActivities(settings.host_task_queue)
     notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
+    writes = ProjectionActivities(projection)
+    projection.on_resolved(notify.message_decided)  # a decided request's Slack messages say so
     runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
