@@ -70,7 +70,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    projection = ProjectionStore(settings.approvals_db)
+    projection = ProjectionStore(settings.approvals_db, delta_retention_seconds=settings.stream_delta_retention)
     ledger = Ledger(settings.ledger_db)
     # Streamed text goes through this process's own projection store, beside the workflow's writes.
     llm = LlmActivities(

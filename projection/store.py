@@ -30,9 +30,11 @@ from workflows.models import (
 
 
 class ProjectionStore:
-    def __init__(self, location: str | Path) -> None:
+    def __init__(self, location: str | Path, delta_retention_seconds: float | None = None) -> None:
+        """delta_retention_seconds: a writer prunes streamed pieces older than this (None: never)."""
         self.backend: Backend = open_backend(location, "projection")
         self.location = self.backend.location
+        self.delta_retention_seconds = delta_retention_seconds
         self._on_resolved: Callable[[ApprovalRecord], Coroutine[Any, Any, None]] | None = None
         self._followers: set[asyncio.Task[None]] = set()
 
@@ -65,8 +67,12 @@ class ProjectionStore:
         await self.backend.run(lambda tx: writes.write_compaction(tx, payload))
 
     async def append_stream_event(self, event: ProjectionEvent) -> None:
-        """A running model call's streamed text (see projection/stream_events.py)."""
+        """A running model call's streamed text (see projection/stream_events.py); the end of a
+        reply also prunes old pieces, in a transaction of its own."""
         await self.backend.run(lambda tx: stream_events.append_event(tx, event))
+        if self.delta_retention_seconds is not None and stream_events.ends_a_reply(event):
+            retention = self.delta_retention_seconds
+            await self.backend.run(lambda tx: stream_events.prune_deltas(tx, retention))
 
     async def mark_execution(self, request_id: str, state: str) -> None:
         await self.backend.run(lambda tx: writes.mark_execution(tx, request_id, state))
