@@ -70,7 +70,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    projection = ProjectionStore(settings.approvals_db)
+    projection = ProjectionStore(settings.approvals_db, delta_retention_seconds=settings.stream_delta_retention)
     ledger = Ledger(settings.ledger_db)
     # Streamed text goes through this process's own projection store, beside the workflow's writes.
     llm = LlmActivities(
@@ -83,9 +83,10 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     sandbox = settings.sandbox_policy()
     sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox)
     tools = ToolActivities(settings.workspace_dir, ledger, projection, sources, sandbox, settings.host_task_queue)
-    writes = ProjectionActivities(projection)
     hosts = HostActivities(settings.host_task_queue)
     notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
+    writes = ProjectionActivities(projection)
+    projection.on_resolved(notify.message_decided)  # a decided request's Slack messages say so
     runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).

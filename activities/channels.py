@@ -13,6 +13,10 @@ environment (`secret_env`), so the file can be shared:
     [channels.ops-slack]
     kind = "slack"
     url_env = "OPS_SLACK_WEBHOOK"
+    [channels.ops-slack-app]   # Slack's Web API: the message is updated when its request is decided
+    kind = "slack"
+    token_env = "OPS_SLACK_TOKEN"
+    slack_channel = "C0123OPS"
     [slack]
     signing_secret_env = "SLACK_SIGNING_SECRET"
     users = { U012ABCDEF = "alice" }
@@ -34,10 +38,11 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from activities.slack_text import HIDDEN_NOTE, slack_safe
-from workflows.models import ChannelKind, NotificationInput
+from workflows.models import ApprovalRecord, ChannelKind, NotificationInput
 
 SIGNATURE_HEADER = "X-Approvals-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+SLACK_API_BASE = "https://slack.com/api"
 ARGUMENTS_SHOWN = 2500  # characters of the arguments a chat message shows; the card shows them all
 
 
@@ -51,17 +56,37 @@ class ChannelConfig(BaseModel):
     secret_env: str | None = None
     groups: list[str] = Field(default_factory=list)
     timeout_seconds: float = Field(default=10.0, gt=0)
+    token_env: str | None = Field(
+        default=None, description="Slack: the variable holding a bot token; posts via the Web API (url: its base)"
+    )
+    slack_channel: str | None = Field(default=None, description="Slack Web API: the channel id messages go to")
 
     @model_validator(mode="after")
     def _complete(self) -> ChannelConfig:
+        if self.token_env is not None or self.slack_channel is not None:
+            if self.kind != "slack" or self.token_env is None or self.slack_channel is None:
+                raise ValueError("a Slack Web API channel needs kind slack, token_env and slack_channel")
+            if self.url is not None and self.url_env is not None:
+                raise ValueError("a channel takes at most one of url or url_env")
+            return self
         if (self.url is None) == (self.url_env is None):
             raise ValueError("a channel needs exactly one of url or url_env")
         if self.kind == "webhook" and (self.secret is None) == (self.secret_env is None):
             raise ValueError("a webhook channel needs exactly one of secret or secret_env (its signing key)")
         return self
 
+    @property
+    def web_api(self) -> bool:
+        """Posts through Slack's Web API (chat.postMessage), so its messages can be updated later."""
+        return self.token_env is not None
+
     def resolved_url(self) -> str:
+        if self.web_api and self.url is None and self.url_env is None:
+            return SLACK_API_BASE
         return self.url or _from_env(self.url_env)
+
+    def resolved_token(self) -> str:
+        return _from_env(self.token_env)
 
     def resolved_secret(self) -> str:
         return self.secret or _from_env(self.secret_env)
@@ -178,6 +203,33 @@ def slack_message(notification: NotificationInput, link: str) -> dict[str, Any]:
 
 
 _HIDDEN_BLOCK = {"type": "section", "text": {"type": "mrkdwn", "text": HIDDEN_NOTE}}
+
+_OUTCOMES = {
+    "allow": "Allowed",
+    "always_allow": "Always allowed",
+    "edit": "Allowed with edited arguments",
+    "deny": "Denied",
+    "expired": "Expired",
+    "canceled": "Canceled",
+}
+
+
+def slack_decided_message(record: ApprovalRecord, link: str) -> dict[str, Any]:
+    """What a posted message becomes once its request is decided: who decided, through which door,
+    and no buttons left to press."""
+    outcome = _OUTCOMES.get(record.resolution or "", str(record.resolution))
+    who = f" by {slack_safe(record.decided_by)[0]}" if record.decided_by else ""
+    door = f" via {record.decided_via}" if record.decided_via else ""
+    tool, request_id = slack_safe(record.tool_name)[0], slack_safe(record.request_id)[0]
+    reason = f" {slack_safe(record.reason)[0]}" if record.reason else ""
+    footer = {"type": "mrkdwn", "text": f"{request_id}.{reason} <{link}|Open>"}
+    return {
+        "text": f"{outcome}{who}{door}: {tool} ({request_id})",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{outcome}*{who}{door}: `{tool}`"}},
+            {"type": "context", "elements": [footer]},
+        ],
+    }
 
 
 def _button(label: str, action: str, request_id: str, style: str | None) -> dict[str, Any]:

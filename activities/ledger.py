@@ -108,6 +108,18 @@ class Ledger:
         )
         return None if row is None else str(row["state"])
 
+    async def finished_under(self, prefix: str, tool_name: str) -> dict[str, ToolResult]:
+        """Every finished key that starts with `prefix` (a request's notifications), with its result."""
+        found = await self._backend.run(
+            lambda tx: tx.fetchall(
+                "SELECT request_id, result_json FROM tool_executions"
+                " WHERE tool_name = ? AND state = 'finished' AND substr(request_id, 1, ?) = ?",
+                (tool_name, len(prefix), prefix),
+            ),
+            write=False,
+        )
+        return {str(row["request_id"]): ToolResult.model_validate_json(row["result_json"]) for row in found}
+
     async def close(self) -> None:
         await self._backend.close()
 

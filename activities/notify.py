@@ -5,30 +5,42 @@ guards tools) remembers each key: a key already delivered is never sent again. I
 in the middle of a send, nobody knows whether it arrived: a webhook is then sent again with the
 same `Idempotency-Key` (the receiver drops what it has seen), while a Slack message, which has no
 such key, is not sent again (at most once).
+
+A Slack channel with a bot token posts through the Web API and records the message's channel and
+`ts` with its key; once the request is decided through any door but Slack's own buttons (which
+update the pressed message themselves), each such message is updated once, through the same
+ledger, to say who decided and through which door.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import slack_api
 from activities.channels import (
     IDEMPOTENCY_HEADER,
     ChannelConfig,
     NotifyConfig,
     card_url,
+    slack_decided_message,
     slack_message,
     webhook_body,
     webhook_headers,
 )
 from activities.ledger import Ledger
 from workflows.activity_calls import ERROR_NOTIFICATION_REJECTED, NOTIFY_APPROVAL
-from workflows.models import NotificationInput, ToolResult
+from workflows.models import ApprovalRecord, NotificationInput, ToolResult
 
 RETRIED_STATUSES = {408, 425, 429}
+SLACK_POSTED = "notify:slack"
+SLACK_UPDATED = "notify:slack-update"
+log = logging.getLogger(__name__)
 
 
 class NotifyActivities:
@@ -54,7 +66,7 @@ class NotifyActivities:
             return f"{key}: an earlier attempt may have delivered it; Slack messages are not repeated"
         await self._ledger.start(key, attempt)
         try:
-            status = await self._send(channel, notification)
+            status, detail, posted = await self._send(channel, notification)
         except LookupError as err:  # a variable the channel needs is not set
             await self._ledger.release(key)
             raise ApplicationError(str(err), type=ERROR_NOTIFICATION_REJECTED, non_retryable=True) from None
@@ -63,16 +75,23 @@ class NotifyActivities:
             raise RuntimeError(f"{notification.channel}: cannot connect: {err}") from None
         if status >= 300:
             await self._ledger.release(key)
-            message = f"{notification.channel} answered HTTP {status}"
+            message = f"{notification.channel} answered HTTP {status}{detail}"
             if 400 <= status < 500 and status not in RETRIED_STATUSES:
                 raise ApplicationError(message, type=ERROR_NOTIFICATION_REJECTED, non_retryable=True)
             raise RuntimeError(message)
-        await self._ledger.finish(key, ToolResult(content=f"delivered at {time.time():.0f}"))
+        record = {"delivered_at": round(time.time()), **posted}
+        await self._ledger.finish(key, ToolResult(content=json.dumps(record, sort_keys=True)))
         return f"{key}: delivered"
 
-    async def _send(self, channel: ChannelConfig, notification: NotificationInput) -> int:
+    async def _send(self, channel: ChannelConfig, notification: NotificationInput) -> tuple[int, str, dict[str, str]]:
+        """The receiver's status, what it said of a refusal, and where a Web API message was posted."""
         link = card_url(self._link_base, notification.request_id)
         async with httpx.AsyncClient(timeout=channel.timeout_seconds) as http:
+            if channel.web_api:
+                answer = await slack_api.post_message(http, channel, slack_message(notification, link))
+                if not answer.ok:
+                    return (503 if answer.retried else 400), f" ({answer.error})", {}
+                return 200, "", {"slack_channel": answer.channel or "", "ts": answer.ts or ""}
             if channel.kind == "slack":
                 headers = {IDEMPOTENCY_HEADER: notification.key}
                 response = await http.post(
@@ -82,4 +101,36 @@ class NotifyActivities:
                 body = webhook_body(notification, link)
                 headers = webhook_headers(notification, channel.resolved_secret(), body)
                 response = await http.post(channel.resolved_url(), content=body, headers=headers)
-        return response.status_code
+        return response.status_code, "", {}
+
+    async def message_decided(self, record: ApprovalRecord) -> None:
+        """Update, once each, the Web API messages posted for a request now decided. Never raises:
+        the message is a view, and the decision is recorded already."""
+        if record.resolution is None or record.decided_via == "slack":
+            return
+        for name, channel in self._config.channels.items():
+            if not channel.web_api:
+                continue
+            try:
+                posted = await self._ledger.finished_under(f"{record.request_id}:{name}:", SLACK_POSTED)
+                for key, result in sorted(posted.items()):
+                    await self._update_once(channel, key, result, record)
+            except Exception:
+                log.warning("could not update the Slack messages of %s", record.request_id, exc_info=True)
+
+    async def _update_once(self, channel: ChannelConfig, key: str, posted: ToolResult, record: ApprovalRecord) -> None:
+        try:
+            where = json.loads(posted.content)
+            slack_channel, ts = str(where["slack_channel"]), str(where["ts"])
+        except (ValueError, KeyError, TypeError):
+            return  # posted by an incoming webhook (or before messages were recorded): nothing to update
+        update_key = f"{key}:decided"
+        claim = await self._ledger.claim(update_key, SLACK_UPDATED, 1)
+        if claim.verdict != "run" or not await self._ledger.start(update_key, 1):
+            return
+        message = slack_decided_message(record, card_url(self._link_base, record.request_id))
+        async with httpx.AsyncClient(timeout=channel.timeout_seconds) as http:
+            answer = await slack_api.update_message(http, channel, slack_channel, ts, message)
+        if not answer.ok:
+            log.warning("Slack refused to update %s: %s", key, answer.error)
+        await self._ledger.finish(update_key, ToolResult(content=json.dumps({"ok": answer.ok, "error": answer.error})))

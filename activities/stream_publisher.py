@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from projection.stream_events import EVENT_MESSAGE_DELTA
 from workflows.models import ProjectionEvent
 
-EVENT_MESSAGE_DELTA = "message.delta"
 FLUSH_EVERY_SECONDS = 0.1
 log = logging.getLogger(__name__)
 

@@ -281,6 +281,22 @@ def _edit(s: dict[str, Any]) -> list[str]:
     return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
 
 
+def _deltas(s: dict[str, Any]) -> list[str]:
+    how = (
+        f"{s['replies']} streamed replies of {s['pieces_per_reply']} pieces through the worker's delta writer,"
+        f" one after another; retention {s['retention_seconds']} s (the default is an hour), so it passes in the run."
+    )
+    out = ["## `ui_events` after many streamed replies", "", how, ""]
+    rows = []
+    for backend in ("sqlite", "postgresql"):
+        for mode, label in (("kept", "no pruning"), ("pruned", "pruned after the retention")):
+            f = s[f"{backend}_{mode}"]
+            figures = [f[key] for key in ("rows", "delta_rows", "other_rows", "peak_rows", "seconds")]
+            rows.append([f"{backend}, {label}", *figures])
+    head = ["", "rows at the end", "delta rows", "other rows", "peak rows (sampled)", "run s"]
+    return [*out, *_table(head, rows)]
+
+
 def render(results: dict[str, Any]) -> str:
     sc = results["scenarios"]
     lines = [
@@ -328,6 +344,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _stream(sc["stream"])
     if "edit" in sc:
         lines += _edit(sc["edit"])
+    if "deltas" in sc:
+        lines += _deltas(sc["deltas"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

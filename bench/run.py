@@ -22,6 +22,7 @@ from typing import Any
 
 from bench import (
     report,
+    sc_deltas,
     sc_edit,
     sc_history,
     sc_inbox,
@@ -53,6 +54,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "mcp": (100, 20),
     "stream": (20, 5),
     "edit": (100, 20),
+    "deltas": (500, 100),
 }
 
 SETTINGS = [
@@ -103,6 +105,7 @@ SCENARIOS: dict[str, Scenario] = {
     "mcp": sc_mcp.run,
     "stream": sc_stream.run,
     "edit": sc_edit.run,
+    "deltas": sc_deltas.run,
 }
 
 

@@ -2,7 +2,8 @@
 
 The projection's event log is the timeline (it works with no worker running); when a worker
 answers the bounded state query, new transcript messages are shown too. The reply the model is
-writing streams in as it comes (cli/stream_printer.py), then shows again as the recorded message.
+writing streams in as it comes, as one labelled block that other lines wait for
+(cli/stream_printer.py), then shows again as the recorded message.
 """
 
 from __future__ import annotations
@@ -77,9 +78,8 @@ class _Follower:
         first = state.get("archived_messages", 0)
         for position, message in enumerate(body, start=first):
             if position >= self.seen_messages:
-                self.stream.end_line()
                 for line in transcript_lines(message):
-                    print(line, flush=True)
+                    self.stream.say(line)
         self.seen_messages = max(self.seen_messages, first + len(body))
 
     def print_events(self, events: list[dict[str, Any]]) -> None:
@@ -88,8 +88,7 @@ class _Follower:
             if event["event_type"] == "message.delta":
                 self.stream.show(event["payload"])
                 continue
-            self.stream.end_line()
-            print(event_line(event), flush=True)
+            self.stream.say(event_line(event))
 
 
 async def watch(args: argparse.Namespace, session: Session) -> int:
@@ -106,20 +105,25 @@ async def watch(args: argparse.Namespace, session: Session) -> int:
     else:
         follower.print_events(events)
     while True:
-        events, row = await _read(session, args.conversation, follower.last_event)
-        follower.print_events(events)
+        # The state first, then the events: the log is then at least as new as the transcript, so
+        # the end of a reply the transcript holds is read before the messages that follow it.
         state = await follower.state()
+        events, row = await _read(session, args.conversation, follower.last_event)
         follower.print_messages(state)
+        follower.print_events(events)
+        follower.stream.release_if_quiet()
         status = (state or {}).get("turn_status") or (row or {}).get("turn_status")
         projected = (row or {}).get("turn_status")
         if not args.follow and projected in SETTLED and status in SETTLED:
             break
         # A parent whose subagent waits for a person waits for that person too.
         if not args.follow and status == "running" and (subagent := await waiting_subagent(session, args.conversation)):
+            follower.stream.finish()
             print(f"Conversation {args.conversation} is running; its subagent {shown(subagent)} is awaiting_approval.")
             note(f"See what waits with: python starter.py pending --conversation {subagent}")
             return EXIT_OK
         await asyncio.sleep(POLL_SECONDS)
+    follower.stream.finish()
     print(f"Conversation {args.conversation} is {status}.")
     if status == "awaiting_approval":
         note(f"See what waits with: python starter.py pending --conversation {args.conversation}")

@@ -128,6 +128,14 @@ def _projection_v7(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v8(dialect: Dialect) -> list[str]:
+    """Streamed pieces pruned after a retention: the oldest `message.delta` rows found at once."""
+    return [
+        """CREATE INDEX IF NOT EXISTS ui_events_deltas ON ui_events (event_id)
+            WHERE event_type = 'message.delta'""",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -145,6 +153,7 @@ MIGRATIONS = {
         _projection_v5,
         _projection_v6,
         _projection_v7,
+        _projection_v8,
     ],
     "ledger": [_ledger_v1],
 }

@@ -1,7 +1,9 @@
 """Rebuild the approvals projection from Temporal, after its database was lost or went stale.
 
-Temporal's history is the source of truth: the visibility listing names every conversation, and
-each running one answers `get_state` (which needs a worker, so every query is bounded). The writes
+Temporal's history is the source of truth: the visibility listing names every conversation (and
+each of its runs), each run's history holds every approval row the workflow wrote, decisions
+included (projection/history_decisions.py), and each running one answers `get_state` (which needs
+a worker, so every query is bounded). The writes
 are the projection's own idempotent ones, with the workflow's own event keys, so running a rebuild
 twice, or alongside a live worker, never duplicates a row or an event.
 """
@@ -17,6 +19,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from control import get_state
+from projection.history_decisions import recorded_approvals, replay_approvals
 from projection.store import ProjectionStore
 from settings import Settings
 from workflows.models import (
@@ -74,9 +77,11 @@ async def _rebuild(
 ) -> RebuildReport:
     report = RebuildReport()
     latest: dict[str, WorkflowExecution] = {}
+    runs: dict[str, list[WorkflowExecution]] = {}
     # The conversations of this deployment: those its workers (settings.task_queue) run.
     listing = f"WorkflowType = '{WORKFLOW_TYPE}' AND TaskQueue = '{settings.task_queue}'"
     async for execution in client.list_workflows(listing):
+        runs.setdefault(execution.id, []).append(execution)
         known = latest.get(execution.id)
         if known is None or _newer(execution, known):
             latest[execution.id] = execution
@@ -85,7 +90,14 @@ async def _rebuild(
 
     async def one(execution: WorkflowExecution) -> None:
         async with gate:
-            await _rebuild_one(client, store, execution, query_timeout, report)
+            # The rows as the workflow wrote them (oldest run first), then its state now.
+            added: set[str] = set()
+            unresolved = set(await store.unresolved_request_ids(execution.id))
+            for run in sorted(runs[execution.id], key=lambda r: r.start_time):
+                added |= await replay_approvals(store, await recorded_approvals(client, run))
+            healed = len(unresolved - set(await store.unresolved_request_ids(execution.id)))
+            await _rebuild_one(client, store, execution, query_timeout, report, added)
+            report.stale_resolved += healed
 
     await asyncio.gather(*(one(execution) for execution in latest.values()))
     return report
@@ -99,7 +111,12 @@ def _newer(candidate: WorkflowExecution, known: WorkflowExecution) -> bool:
 
 
 async def _rebuild_one(
-    client: Client, store: ProjectionStore, execution: WorkflowExecution, timeout: timedelta, report: RebuildReport
+    client: Client,
+    store: ProjectionStore,
+    execution: WorkflowExecution,
+    timeout: timedelta,
+    report: RebuildReport,
+    replayed: set[str],  # request rows the history replay restored just before
 ) -> None:
     cid = execution.id
     # Any write from a workflow task after this moment carries a later version and wins.
@@ -125,7 +142,7 @@ async def _rebuild_one(
     restored = await _write_state(store, state, version, execution.parent_id)
     keep = {approval.request_id for approval in state.pending_approvals}
     resolved = await _resolve_stale(store, cid, state.resolutions, keep=keep, fallback=None)
-    report.pending_restored += restored
+    report.pending_restored += restored + len(replayed & keep)
     report.stale_resolved += resolved
 
 

@@ -7,6 +7,8 @@ activities write, the CLI and the UI read and claim, a rebuild does both; none o
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,18 @@ from workflows.models import (
 
 
 class ProjectionStore:
-    def __init__(self, location: str | Path) -> None:
+    def __init__(self, location: str | Path, delta_retention_seconds: float | None = None) -> None:
+        """delta_retention_seconds: a writer prunes streamed pieces older than this (None: never)."""
         self.backend: Backend = open_backend(location, "projection")
         self.location = self.backend.location
+        self.delta_retention_seconds = delta_retention_seconds
+        self._on_resolved: Callable[[ApprovalRecord], Coroutine[Any, Any, None]] | None = None
+        self._followers: set[asyncio.Task[None]] = set()
+
+    def on_resolved(self, follower: Callable[[ApprovalRecord], Coroutine[Any, Any, None]]) -> None:
+        """A worker's hook, told of each resolution once it is written, in the background (so a slow
+        receiver never delays the tool or the turn): the Slack messages of a decided request."""
+        self._on_resolved = follower
 
     async def close(self) -> None:
         await self.backend.close()
@@ -44,6 +55,10 @@ class ProjectionStore:
 
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
+        if self._on_resolved is not None:
+            task = asyncio.create_task(self._on_resolved(payload.approval))
+            self._followers.add(task)
+            task.add_done_callback(self._followers.discard)
 
     async def project_approval_changed(self, record: ApprovalRecord) -> None:
         await self.backend.run(lambda tx: writes.write_approval_changed(tx, record))
@@ -52,8 +67,12 @@ class ProjectionStore:
         await self.backend.run(lambda tx: writes.write_compaction(tx, payload))
 
     async def append_stream_event(self, event: ProjectionEvent) -> None:
-        """A running model call's streamed text (see projection/stream_events.py)."""
+        """A running model call's streamed text (see projection/stream_events.py); the end of a
+        reply also prunes old pieces, in a transaction of its own."""
         await self.backend.run(lambda tx: stream_events.append_event(tx, event))
+        if self.delta_retention_seconds is not None and stream_events.ends_a_reply(event):
+            retention = self.delta_retention_seconds
+            await self.backend.run(lambda tx: stream_events.prune_deltas(tx, retention))
 
     async def mark_execution(self, request_id: str, state: str) -> None:
         await self.backend.run(lambda tx: writes.mark_execution(tx, request_id, state))

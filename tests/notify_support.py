@@ -8,6 +8,7 @@ import hmac
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,11 +34,13 @@ class Delivery:
 
 @dataclass
 class Receiver:
-    """Records every POST; `hold` keeps the answer back until released (to kill a sender mid-send)."""
+    """Records every POST; `hold` keeps the answer back until released (to kill a sender mid-send);
+    `answer` writes the body of the reply (Slack's Web API answers JSON), "ok" by default."""
 
     port: int = field(default_factory=free_port)
     deliveries: list[Delivery] = field(default_factory=list)
     hold: threading.Event | None = None
+    answer: Callable[[Delivery], bytes] | None = None
     arrived: threading.Event = field(default_factory=threading.Event)
     _server: ThreadingHTTPServer | None = None
 
@@ -50,14 +53,16 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                receiver.deliveries.append(Delivery(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                delivery = Delivery(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                receiver.deliveries.append(delivery)
                 receiver.arrived.set()
                 if receiver.hold is not None:
                     receiver.hold.wait(60)
+                reply = b"ok" if receiver.answer is None else receiver.answer(delivery)
                 self.send_response(200)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(reply)
 
             def log_message(self, *args: Any) -> None:
                 pass
