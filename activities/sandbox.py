@@ -7,6 +7,9 @@ Its filesystem is built from nothing: the system directories read-only, an empty
 configuration and checkout, the home directories and everything else are absent; paths named as
 hidden that fall inside a visible tree are covered. It holds no capabilities, so it cannot undo a
 mount, and its environment is an explicit allow-list, so no secret or Temporal address leaks in.
+/proc/sys and /proc/sysrq-trigger are read-only and /sys is absent, so no kernel setting can be
+written. A worker started as root runs its tools as an unprivileged host uid (sandbox_identity), and
+every run is bounded in memory, processes, file size and CPU time (sandbox_limits).
 
 Bubblewrap is preferred; util-linux `unshare` (present on every Linux machine) builds the same
 view when bubblewrap is missing. When neither starts, the launch fails closed.
@@ -19,8 +22,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from activities.sandbox_identity import NOBODY, give_workspace, not_root_problem, setpriv_options, worker_is_root
+from activities.sandbox_limits import SandboxLimits
 
 LAUNCHERS = ("bwrap", "unshare")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -28,6 +34,7 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d")
 BASE_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
 SANDBOX_HOME = "/tmp"
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger")
 PROBE_TIMEOUT_SECONDS = 10.0
 
 
@@ -45,6 +52,9 @@ class SandboxPolicy:
     hidden: tuple[Path, ...] = ()  # covered if they fall inside a visible tree (a system dir, the workspace)
     launcher: str = "auto"  # auto (bwrap, else unshare), bwrap or unshare
     readonly: tuple[Path, ...] = ()  # more directories visible read-only (an MCP server's installation)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    uid: int = NOBODY  # the host uid and gid tools run as when the worker is root
+    gid: int = NOBODY
 
     def with_network(self, network: bool) -> SandboxPolicy:
         return replace(self, network=network)
@@ -109,12 +119,55 @@ def _cover(path: Path) -> tuple[str, ...]:
     return ("skip", str(path))
 
 
+def _tool(name: str) -> str:
+    found = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if found is None:
+        raise SandboxUnavailable(f"{name} (util-linux) not found: it sets the sandbox's uid and limits")
+    return found
+
+
+def _command_prefix(launcher: str, policy: SandboxPolicy) -> list[str]:
+    """What runs inside the sandbox before the command: setpriv (dropping root when the worker is
+    root; the unshare set-up execs setpriv itself, so it gets only the options), then the limits."""
+    limits = policy.limits.prlimit_argv(_tool("prlimit"))
+    if launcher == "unshare":
+        return [*setpriv_options(policy.uid, policy.gid, worker_is_root()), *limits]
+    if worker_is_root():
+        return [_tool("setpriv"), *setpriv_options(policy.uid, policy.gid, True), *limits]
+    return limits
+
+
+def _bwrap_parents(path: Path, mounted: list[Path], made: set[Path]) -> list[str]:
+    """Directories leading to a mount point, made traversable (bubblewrap as root would copy
+    the host's modes, and a 0700 parent would shut the sandbox uid out of its own workspace)."""
+    argv: list[str] = []
+    for parent in reversed(path.parents[:-1]):
+        if parent not in made and not any(_inside(parent, m) for m in mounted):
+            argv += ["--perms", "0755", "--dir", str(parent)]
+            made.add(parent)
+    return argv
+
+
 def _bwrap_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, policy: SandboxPolicy) -> list[str]:
-    argv = [binary, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if policy.network:
-        argv.append("--share-net")
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    if worker_is_root():  # no user namespace: root builds the view, setpriv drops to the sandbox uid
+        argv = [binary, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        argv += ["--cap-drop", "ALL"]
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH"):  # setpriv drops them all
+            argv += ["--cap-add", cap]
+        argv += [] if policy.network else ["--unshare-net"]
+    else:
+        argv = [binary, "--unshare-all", "--cap-drop", "ALL", *(["--share-net"] if policy.network else [])]
+    argv += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    for path in PROC_READ_ONLY:
+        argv += ["--ro-bind-try", path, path]
+    tmp_size = policy.limits.tmp_bytes()
+    argv += [*(["--size", str(tmp_size)] if tmp_size else []), "--perms", "1777", "--tmpfs", "/tmp"]
+    mounted: list[Path] = []
+    made = {Path("/tmp")}
     for step in steps:
+        argv += _bwrap_parents(Path(step[1]), mounted, made)
+        if step[0] in ("ro", "rw"):
+            mounted.append(Path(step[1]))
         if step[0] == "link":
             argv += ["--symlink", step[2], step[1]]
         elif step[0] == "hide-dir":
@@ -123,17 +176,18 @@ def _bwrap_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, poli
             argv += ["--ro-bind", "/dev/null", step[1]]
         else:
             argv += ["--ro-bind" if step[0] == "ro" else "--bind", step[1], step[1]]
-    return [*argv, "--chdir", str(workspace), "--"]
+    return [*argv, "--chdir", str(workspace), "--", *_command_prefix("bwrap", policy)]
 
 
-# The unshare launcher's set-up, run as root of the new user namespace: build the view on a tmpfs,
-# pivot into it, drop the old root, then exec the command with no capabilities left.
+# The unshare launcher's set-up, run as root of the new user namespace (or as the host's root, which
+# then drops to the sandbox uid): build the view on a tmpfs, make /proc/sys read-only, pivot into
+# it, drop the old root, then exec setpriv with its options and the command: no capabilities left.
 _UNSHARE_SETUP = r"""
 set -eu
-R=$1; W=$2; shift 2
+R=$1; W=$2; S=$3; shift 3
 P=${PATH:-/usr/bin:/bin}
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mount -t tmpfs -o mode=0755 sandbox "$R"
+mount -t tmpfs -o "mode=0755$S" sandbox "$R"
 readonly_below() {
   while read -r _ _ _ _ mp _; do
     case $mp in "$1"|"$1"/*) mount -o remount,bind,ro,nosuid,nodev "$mp" ;; esac
@@ -154,9 +208,12 @@ mkdir -p "$R/dev" "$R/proc" "$R/tmp"; chmod 1777 "$R/tmp"
 for d in null zero full random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
 ln -s /proc/self/fd "$R/dev/fd"
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
+for p in sys sysrq-trigger; do
+  if [ -e "$R/proc/$p" ]; then mount --bind -o ro,nosuid,nodev,noexec "$R/proc/$p" "$R/proc/$p"; fi
+done
 cd "$R"; mkdir .old; pivot_root . .old; umount -l /.old; rmdir /.old
 cd "$W"; unset OLDPWD
-PATH=$P exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
+PATH=$P exec setpriv "$@"
 """
 
 _staging: Path | None = None
@@ -171,37 +228,44 @@ def _staging_dir() -> Path:
 
 
 def _unshare_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, policy: SandboxPolicy) -> list[str]:
-    argv = [binary, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child", "--ipc", "--uts"]
-    if not policy.network:
-        argv.append("--net")
+    argv = [binary, *([] if worker_is_root() else ["--user", "--map-root-user"])]
+    argv += ["--mount", "--pid", "--fork", "--kill-child", "--ipc", "--uts", *([] if policy.network else ["--net"])]
     argv += ["--propagation", "private", "--", "/bin/sh", "-c", _UNSHARE_SETUP, "sandbox"]
-    argv += [str(_staging_dir()), str(workspace)]
+    tmp_size = policy.limits.tmp_bytes()
+    argv += [str(_staging_dir()), str(workspace), f",size={tmp_size}" if tmp_size else ""]
     for step in steps:
         argv += list(step)
-    return [*argv, "--"]
+    return [*argv, "--", *_command_prefix("unshare", policy)]
 
 
 _RENDER = {"bwrap": _bwrap_argv, "unshare": _unshare_argv}
-_works: set[tuple[str, str]] = set()
+_works: set[tuple[str, str, int, int, bool]] = set()
 
 
 def _probe(name: str, binary: str, policy: SandboxPolicy, environ: Mapping[str, str]) -> str | None:
-    """Start `true` in this launcher once; None when it works, else why not (cached on success)."""
-    if (name, binary) in _works:
+    """Start a command in this launcher once; None when it runs, and not as root, else why not
+    (cached on success)."""
+    key = (name, binary, policy.uid, policy.gid, worker_is_root())
+    if key in _works:
         return None
     workspace = Path(tempfile.mkdtemp(prefix="sandbox-probe-"))
     try:
-        argv = [*_RENDER[name](binary, _steps(workspace, policy), workspace, policy), "/bin/sh", "-c", "exit 0"]
+        if worker_is_root():
+            give_workspace(workspace, policy.uid, policy.gid)
+        argv = [*_RENDER[name](binary, _steps(workspace, policy), workspace, policy), "/bin/cat", "/proc/self/status"]
         env = scrubbed_env(policy, environ, SANDBOX_HOME)
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS)
-    except (OSError, subprocess.TimeoutExpired) as err:
+    except (OSError, subprocess.TimeoutExpired, SandboxUnavailable) as err:
         return f"{name}: {err}"
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return detail if detail.startswith(f"{name}:") else f"{name}: {detail}"
-    _works.add((name, binary))
+    root = not_root_problem(done.stdout) if worker_is_root() else None
+    if root is not None:
+        return f"{name}: {root}; tools do not run as the host's root"
+    _works.add(key)
     return None
 
 
@@ -239,6 +303,8 @@ def sandboxed_launch(
     if not policy.enabled:
         return Launch(list(argv), scrubbed_env(policy, environ, str(workspace)), workspace, None)
     name, binary = choose_launcher(policy, environ)
+    if worker_is_root():
+        give_workspace(workspace, policy.uid, policy.gid)
     prefix = _RENDER[name](binary, _steps(workspace, policy), workspace, policy)
     return Launch([*prefix, *argv], scrubbed_env(policy, environ, SANDBOX_HOME), workspace, name)
 
@@ -246,9 +312,20 @@ def sandboxed_launch(
 def describe(policy: SandboxPolicy) -> str:
     """One line for the worker's log at start: how tools will be confined, or why they will not run."""
     if not policy.enabled:
-        return "OFF: tools run with the worker's files and network (TOOL_SANDBOX=off or [sandbox] enabled = false)"
+        who = "as root, " if worker_is_root() else ""
+        return (
+            f"OFF: tools run {who}with the worker's files and network (TOOL_SANDBOX=off or [sandbox] enabled = false)"
+        )
     try:
         name, binary = choose_launcher(policy)
     except SandboxUnavailable as err:
         return f"UNAVAILABLE: shell commands and stdio MCP servers will not run: {err}"
-    return f"{name} ({binary}): no network unless a rule opts in, no project files, an allow-listed environment"
+    who = (
+        f"running as root: tools run as uid {policy.uid} gid {policy.gid}, not root, with no capabilities"
+        if worker_is_root()
+        else f"tools run as uid {os.geteuid()} in a user namespace"
+    )
+    return (
+        f"{name} ({binary}): {who}; /proc/sys read-only, /sys absent; {policy.limits.describe()}; "
+        "no network unless a rule opts in, no project files, an allow-listed environment"
+    )
