@@ -122,7 +122,7 @@ def file_size(workspace: Path, policy: SandboxPolicy) -> dict[str, Any]:
     small = replace(policy, limits=replace(policy.limits, file_size_mb=1))
     status, out = run(workspace, "head -c 3145728 /dev/zero > big.bin", small)
     sparse_out = run(workspace, "truncate -s 2G sparse-2g; truncate -s 512M sparse-512m", policy)[1]
-    sizes = {f.name: f.stat().st_size for f in workspace.iterdir()}
+    sizes = {name: (workspace / name).stat().st_size for name in ("big.bin", "sparse-2g", "sparse-512m")}
     return {"status": status, "out": out, "sizes": sizes, "sparse_out": sparse_out}
 
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from activities.sandbox import SandboxPolicy, describe
-from activities.sandbox_identity import NOBODY, worker_is_root
+from activities import sandbox
+from activities.sandbox import SandboxPolicy, SandboxUnavailable, describe, sandboxed_launch
+from activities.sandbox_identity import NOBODY, not_root_problem, worker_is_root
 from activities.sandbox_limits import SandboxLimits
 from settings import ConfigError, Settings
 from tests import sandbox_probes
@@ -83,6 +84,47 @@ def test_memory_processes_file_size_and_cpu_are_bounded(workspace: Path, launche
         sandbox_probes.file_size(workspace, policy),
         sandbox_probes.cpu(workspace, policy),
     )
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_root_worker_that_cannot_build_the_view_as_root_drops_first(
+    monkeypatch: pytest.MonkeyPatch, launcher: str
+) -> None:
+    """As in a container without CAP_SYS_ADMIN: setpriv goes in front of the launcher, which then
+    builds the view in a user namespace of the sandbox uid, as for any user."""
+    monkeypatch.setattr(sandbox, "ROOT_MODES", ("dropped",))
+    policy = SandboxPolicy(launcher=launcher)
+    with tempfile.TemporaryDirectory(prefix="sandbox-dropped-") as top:
+        Path(top).chmod(0o755)  # dropping first, the sandbox uid must reach the workspace itself
+        workspace = Path(top) / "workspace"
+        workspace.mkdir()
+        check_kernel_setting(sandbox_probes.kernel_setting_write(workspace, policy))
+        check_identity(sandbox_probes.host_identity(workspace, policy), expected_uid(policy))
+        check_limits(
+            sandbox_probes.memory(workspace, policy),
+            sandbox_probes.processes(workspace, policy),
+            sandbox_probes.file_size(workspace, policy),
+            sandbox_probes.cpu(workspace, policy),
+        )
+    if worker_is_root():
+        assert "running as root: tools run as uid 65534 gid 65534 in a user namespace" in describe(policy)
+
+
+def test_a_root_sandbox_uid_or_a_process_still_root_is_refused(workspace: Path) -> None:
+    if worker_is_root():
+        with pytest.raises(SandboxUnavailable, match="tools do not run as root"):
+            sandboxed_launch(["true"], workspace, SandboxPolicy(uid=0, gid=0))
+    status = "Name:\tsh\nUid:\t0\t0\t0\t0\nGid:\t65534\t65534\t65534\t65534\nCapEff:\t0000000000000000\n"
+    assert "still runs as root" in (not_root_problem(status) or "")
+    assert "capabilities" in (
+        not_root_problem(
+            status.replace("Uid:\t0\t0\t0\t0", "Uid:\t1\t1\t1\t1").replace(
+                "CapEff:\t0000000000000000", "CapEff:\t0000000000000001"
+            )
+        )
+        or ""
+    )
+    assert not_root_problem(status.replace("Uid:\t0\t0\t0\t0", "Uid:\t65534\t65534\t65534\t65534")) is None
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
