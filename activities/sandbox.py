@@ -283,7 +283,10 @@ def sandboxed_launch(
         return Launch(list(argv), scrubbed_env(policy, environ, str(workspace)), workspace, None)
     name, binary, mode = _choose(policy, environ)
     if mode != "user":
-        give_workspace(workspace, policy.uid, policy.gid)
+        try:
+            give_workspace(workspace, policy.uid, policy.gid)
+        except PermissionError as err:
+            raise SandboxUnavailable(str(err)) from None
     prefix = _launcher_argv(name, binary, workspace, policy, mode)
     return Launch([*prefix, *argv], scrubbed_env(policy, environ, SANDBOX_HOME), workspace, name)
 

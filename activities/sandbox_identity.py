@@ -12,6 +12,7 @@ namespace maps to its own uid.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,7 +31,20 @@ def setpriv_options(uid: int, gid: int, drop_root: bool) -> list[str]:
 
 def give_workspace(workspace: Path, uid: int, gid: int) -> None:
     """Hand the workspace to the sandbox uid: the whole tree the first time (its top directory still
-    another owner's), the top directory alone after. Walks by directory handle, follows no link."""
+    another owner's), the top directory alone after. Walks by directory handle, follows no link.
+    Refuses (PermissionError) a workspace whose parents the sandbox uid could write: a tool could
+    swap the workspace for a link, and root would build the next sandbox around the link's target."""
+    for parent in workspace.parents:
+        st = os.stat(parent)
+        if (
+            st.st_uid == uid
+            or (st.st_gid == gid and st.st_mode & stat.S_IWGRP)
+            or (st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX)
+        ):
+            raise PermissionError(
+                f"{parent}, a parent of the workspace {workspace}, is writable by the sandbox uid {uid}: "
+                "make it root's (chown root and chmod go-w) so a tool cannot replace the workspace"
+            )
     top = os.stat(workspace, follow_symlinks=False)
     if (top.st_uid, top.st_gid) == (uid, gid):
         return

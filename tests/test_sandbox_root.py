@@ -190,3 +190,18 @@ def test_an_unprivileged_worker_gets_the_same_sandbox(launcher: str) -> None:
     check_kernel_setting(seen["kernel_setting_write"])
     check_identity(seen["host_identity"], NOBODY)
     check_limits(seen["memory"], seen["processes"], seen["file_size"], seen["cpu"])
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_workspace_the_sandbox_uid_could_swap_for_a_link_is_refused(workspace: Path, launcher: str) -> None:
+    """A parent the sandbox uid owns (an earlier tool's workspace, say) would let one run replace the
+    workspace with a link to /root, around which root would build the next sandbox."""
+    policy = SandboxPolicy(launcher=launcher)
+    inner = workspace / "conversation"
+    inner.mkdir()
+    shell(workspace, "true", policy)  # the outer directory is now the sandbox uid's
+    if not worker_is_root():
+        assert shell(inner, "echo ran", policy) == "exit code 0\nran\n"
+        return
+    with pytest.raises(SandboxUnavailable, match=f"{workspace}, a parent of the workspace .* writable by"):
+        sandboxed_launch(["true"], inner, policy)
