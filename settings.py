@@ -238,10 +238,16 @@ class Settings:
         """How tools that start processes are confined: POLICY_FILE's [sandbox] table, then
         TOOL_SANDBOX (auto, bwrap, unshare or off) over it. What they must never read is hidden."""
         from activities.sandbox import SandboxPolicy
+        from activities.sandbox_identity import ids_from_table
+        from activities.sandbox_limits import limits_from_table
 
         table = self._policy_table().get("sandbox", {})
         if not isinstance(table, dict):
             raise ConfigError(f"POLICY_FILE {self.policy_file}: [sandbox] must be a table")
+        try:  # limits per tool process, and the uid and gid a root worker's tools run as
+            limits, (uid, gid) = limits_from_table(table), ids_from_table(table)
+        except ValueError as err:
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: {err}") from None
         enabled, launcher = table.get("enabled", True), table.get("launcher", "auto")
         names, hide = table.get("env", []), table.get("hide", [])
         if self.tool_sandbox is not None:
@@ -268,6 +274,9 @@ class Settings:
             env=tuple(names),
             hidden=tuple(p.resolve() for p in hidden),
             launcher="auto" if launcher == "off" else launcher,
+            limits=limits,
+            uid=uid,
+            gid=gid,
         )
 
     def _policy_table(self) -> dict[str, object]:

@@ -1,15 +1,20 @@
 """Turn a command into a sandboxed launch: the argv and environment to exec instead of the command.
 
-A tool that starts a process (run_shell, stdio MCP servers) runs in fresh user, mount, PID,
-IPC and UTS namespaces, and in a network namespace of its own unless its rule opts in to network.
+A tool that starts a process (run_shell, stdio MCP servers) runs in fresh mount, PID, IPC and UTS
+namespaces, and in a network namespace of its own unless its rule opts in to network; a worker
+that is not root adds a user namespace, a root worker drops to an unprivileged uid instead.
 Its filesystem is built from nothing: the system directories read-only, an empty /tmp, a minimal
 /dev, its own /proc, and the workspace read-write as the working directory. The project's data,
 configuration and checkout, the home directories and everything else are absent; paths named as
 hidden that fall inside a visible tree are covered. It holds no capabilities, so it cannot undo a
 mount, and its environment is an explicit allow-list, so no secret or Temporal address leaks in.
+/proc/sys and /proc/sysrq-trigger are read-only and /sys is absent, so no kernel setting can be
+written. Who the process is on the host is sandbox_identity's rule; how much it may use,
+sandbox_limits'.
 
 Bubblewrap is preferred; util-linux `unshare` (present on every Linux machine) builds the same
-view when bubblewrap is missing. When neither starts, the launch fails closed.
+view when bubblewrap is missing (sandbox_unshare). When neither starts, or one would leave the
+command root on the host, the launch fails closed.
 """
 
 from __future__ import annotations
@@ -19,8 +24,12 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from activities.sandbox_identity import NOBODY, give_workspace, not_root_problem, setpriv_options, worker_is_root
+from activities.sandbox_limits import SandboxLimits
+from activities.sandbox_unshare import unshare_argv
 
 LAUNCHERS = ("bwrap", "unshare")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -28,6 +37,12 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d")
 BASE_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
 SANDBOX_HOME = "/tmp"
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger")
+# How a root worker leaves root, in order of preference: "root" builds the view with root's rights
+# and drops to the sandbox uid as the last step (needs CAP_SYS_ADMIN, as on a host); "dropped"
+# drops first and builds the view in a user namespace, like any user (needs unprivileged user
+# namespaces and a view the sandbox uid can reach, as in a container without CAP_SYS_ADMIN).
+ROOT_MODES = ("root", "dropped")
 PROBE_TIMEOUT_SECONDS = 10.0
 
 
@@ -45,6 +60,9 @@ class SandboxPolicy:
     hidden: tuple[Path, ...] = ()  # covered if they fall inside a visible tree (a system dir, the workspace)
     launcher: str = "auto"  # auto (bwrap, else unshare), bwrap or unshare
     readonly: tuple[Path, ...] = ()  # more directories visible read-only (an MCP server's installation)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    uid: int = NOBODY  # the host uid and gid tools run as when the worker is root
+    gid: int = NOBODY
 
     def with_network(self, network: bool) -> SandboxPolicy:
         return replace(self, network=network)
@@ -109,12 +127,61 @@ def _cover(path: Path) -> tuple[str, ...]:
     return ("skip", str(path))
 
 
-def _bwrap_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, policy: SandboxPolicy) -> list[str]:
-    argv = [binary, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if policy.network:
-        argv.append("--share-net")
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+def _tool(name: str) -> str:
+    found = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if found is None:
+        raise SandboxUnavailable(f"{name} (util-linux) not found: it sets the sandbox's uid and limits")
+    return found
+
+
+def _modes() -> tuple[str, ...]:
+    return ROOT_MODES if worker_is_root() else ("user",)
+
+
+def _command_prefix(launcher: str, policy: SandboxPolicy, mode: str) -> list[str]:
+    """What runs inside the sandbox before the command: setpriv (dropping root in mode "root"; the
+    unshare set-up execs setpriv itself, so it gets only the options), then the limits."""
+    limits = policy.limits.prlimit_argv(_tool("prlimit"))
+    if launcher == "unshare":
+        return [*setpriv_options(policy.uid, policy.gid, mode == "root"), *limits]
+    if mode == "root":
+        return [_tool("setpriv"), *setpriv_options(policy.uid, policy.gid, True), *limits]
+    return limits
+
+
+def _bwrap_parents(path: Path, mounted: list[Path], made: set[Path]) -> list[str]:
+    """Directories leading to a mount point, made traversable (bubblewrap as root would copy
+    the host's modes, and a 0700 parent would shut the sandbox uid out of its own workspace)."""
+    argv: list[str] = []
+    for parent in reversed(path.parents[:-1]):
+        if parent not in made and not any(_inside(parent, m) for m in mounted):
+            argv += ["--perms", "0755", "--dir", str(parent)]
+            made.add(parent)
+    return argv
+
+
+def _bwrap_argv(
+    binary: str, steps: list[tuple[str, ...]], workspace: Path, policy: SandboxPolicy, mode: str
+) -> list[str]:
+    if mode == "root":  # no user namespace: root builds the view, setpriv drops to the sandbox uid
+        argv = [binary, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        argv += ["--cap-drop", "ALL"]
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH"):  # setpriv drops them all
+            argv += ["--cap-add", cap]
+        argv += [] if policy.network else ["--unshare-net"]
+    else:
+        argv = [binary, "--unshare-all", "--cap-drop", "ALL", *(["--share-net"] if policy.network else [])]
+    argv += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    for path in PROC_READ_ONLY:
+        argv += ["--ro-bind-try", path, path]
+    tmp_size = policy.limits.tmp_bytes()
+    argv += [*(["--size", str(tmp_size)] if tmp_size else []), "--perms", "1777", "--tmpfs", "/tmp"]
+    mounted: list[Path] = []
+    made = {Path("/tmp")}
     for step in steps:
+        argv += _bwrap_parents(Path(step[1]), mounted, made)
+        if step[0] in ("ro", "rw"):
+            mounted.append(Path(step[1]))
         if step[0] == "link":
             argv += ["--symlink", step[2], step[1]]
         elif step[0] == "hide-dir":
@@ -123,91 +190,65 @@ def _bwrap_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, poli
             argv += ["--ro-bind", "/dev/null", step[1]]
         else:
             argv += ["--ro-bind" if step[0] == "ro" else "--bind", step[1], step[1]]
-    return [*argv, "--chdir", str(workspace), "--"]
+    return [*argv, "--chdir", str(workspace), "--", *_command_prefix("bwrap", policy, mode)]
 
 
-# The unshare launcher's set-up, run as root of the new user namespace: build the view on a tmpfs,
-# pivot into it, drop the old root, then exec the command with no capabilities left.
-_UNSHARE_SETUP = r"""
-set -eu
-R=$1; W=$2; shift 2
-P=${PATH:-/usr/bin:/bin}
-PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mount -t tmpfs -o mode=0755 sandbox "$R"
-readonly_below() {
-  while read -r _ _ _ _ mp _; do
-    case $mp in "$1"|"$1"/*) mount -o remount,bind,ro,nosuid,nodev "$mp" ;; esac
-  done < /proc/self/mountinfo
-}
-while [ "$1" != "--" ]; do
-  case $1 in
-    ro) mkdir -p "$R$2"; mount --rbind "$2" "$R$2"; readonly_below "$R$2"; shift 2 ;;
-    rw) mkdir -p "$R$2"; mount --bind "$2" "$R$2"; shift 2 ;;
-    link) mkdir -p "$R${2%/*}"; ln -s "$3" "$R$2"; shift 3 ;;
-    hide-dir) mount -t tmpfs -o mode=0755,size=64k sandbox "$R$2"; shift 2 ;;
-    hide-file) mount --bind /dev/null "$R$2"; shift 2 ;;
-    *) echo "sandbox: unknown step $1" >&2; exit 125 ;;
-  esac
-done
-shift
-mkdir -p "$R/dev" "$R/proc" "$R/tmp"; chmod 1777 "$R/tmp"
-for d in null zero full random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
-ln -s /proc/self/fd "$R/dev/fd"
-mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
-cd "$R"; mkdir .old; pivot_root . .old; umount -l /.old; rmdir /.old
-cd "$W"; unset OLDPWD
-PATH=$P exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
-"""
-
-_staging: Path | None = None
-
-
-def _staging_dir() -> Path:
-    """An empty host directory the unshare set-up mounts its private tmpfs on (one per worker)."""
-    global _staging
-    if _staging is None or not _staging.is_dir():
-        _staging = Path(tempfile.mkdtemp(prefix="sandbox-root-"))
-    return _staging
-
-
-def _unshare_argv(binary: str, steps: list[tuple[str, ...]], workspace: Path, policy: SandboxPolicy) -> list[str]:
-    argv = [binary, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child", "--ipc", "--uts"]
-    if not policy.network:
-        argv.append("--net")
-    argv += ["--propagation", "private", "--", "/bin/sh", "-c", _UNSHARE_SETUP, "sandbox"]
-    argv += [str(_staging_dir()), str(workspace)]
-    for step in steps:
-        argv += list(step)
-    return [*argv, "--"]
+def _unshare_argv(
+    binary: str, steps: list[tuple[str, ...]], workspace: Path, policy: SandboxPolicy, mode: str
+) -> list[str]:
+    prefix = _command_prefix("unshare", policy, mode)
+    tmp_bytes = policy.limits.tmp_bytes()
+    return unshare_argv(binary, steps, workspace, policy.network, tmp_bytes, prefix, userns=mode != "root")
 
 
 _RENDER = {"bwrap": _bwrap_argv, "unshare": _unshare_argv}
-_works: set[tuple[str, str]] = set()
+_works: set[tuple[str, str, int, int, str]] = set()
 
 
-def _probe(name: str, binary: str, policy: SandboxPolicy, environ: Mapping[str, str]) -> str | None:
-    """Start `true` in this launcher once; None when it works, else why not (cached on success)."""
-    if (name, binary) in _works:
+def _launcher_argv(name: str, binary: str, workspace: Path, policy: SandboxPolicy, mode: str) -> list[str]:
+    argv = _RENDER[name](binary, _steps(workspace, policy), workspace, policy, mode)
+    if mode == "dropped":
+        return [_tool("setpriv"), *setpriv_options(policy.uid, policy.gid, True), *argv]
+    return argv
+
+
+def _probe(name: str, binary: str, policy: SandboxPolicy, environ: Mapping[str, str], mode: str) -> str | None:
+    """Start a command in this launcher once; None when it runs, and not as root, else why not
+    (cached on success)."""
+    key = (name, binary, policy.uid, policy.gid, mode)
+    if key in _works:
         return None
     workspace = Path(tempfile.mkdtemp(prefix="sandbox-probe-"))
     try:
-        argv = [*_RENDER[name](binary, _steps(workspace, policy), workspace, policy), "/bin/sh", "-c", "exit 0"]
+        if mode != "user":
+            give_workspace(workspace, policy.uid, policy.gid)
+        argv = [*_launcher_argv(name, binary, workspace, policy, mode), "/bin/cat", "/proc/self/status"]
         env = scrubbed_env(policy, environ, SANDBOX_HOME)
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS)
-    except (OSError, subprocess.TimeoutExpired) as err:
+    except (OSError, subprocess.TimeoutExpired, SandboxUnavailable) as err:
         return f"{name}: {err}"
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return detail if detail.startswith(f"{name}:") else f"{name}: {detail}"
-    _works.add((name, binary))
+    root = not_root_problem(done.stdout) if mode == "root" else None  # "dropped" is uid 0 of its namespace
+    if root is not None:
+        return f"{name}: {root}; tools do not run as the host's root"
+    _works.add(key)
     return None
 
 
 def choose_launcher(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     """The first launcher that starts here, as (name, binary); SandboxUnavailable says why none did."""
-    environ = os.environ if environ is None else environ
+    name, binary, _ = _choose(policy, os.environ if environ is None else environ)
+    return name, binary
+
+
+def _choose(policy: SandboxPolicy, environ: Mapping[str, str]) -> tuple[str, str, str]:
+    """The first launcher and mode that start here, and not as the host's root."""
+    if worker_is_root() and 0 in (policy.uid, policy.gid):
+        raise SandboxUnavailable("the worker is root and the sandbox uid or gid is 0: tools do not run as root")
     wanted = LAUNCHERS if policy.launcher == "auto" else (policy.launcher,)
     reasons = []
     for name in wanted:
@@ -218,10 +259,11 @@ def choose_launcher(policy: SandboxPolicy, environ: Mapping[str, str] | None = N
         if binary is None:
             reasons.append(f"{name}: not found on PATH")
             continue
-        why = _probe(name, binary, policy, environ)
-        if why is None:
-            return name, binary
-        reasons.append(why)
+        for mode in _modes():
+            why = _probe(name, binary, policy, environ, mode)
+            if why is None:
+                return name, binary, mode
+            reasons.append(why if mode == "user" else f"{why} (as root, {mode})")
     raise SandboxUnavailable(
         "the sandbox could not start (" + "; ".join(reasons) + "). Install bubblewrap (Debian: apt-get install "
         "bubblewrap) or allow user namespaces; only if this machine is itself a throwaway sandbox, "
@@ -233,22 +275,39 @@ def sandboxed_launch(
     argv: Sequence[str], workspace: Path, policy: SandboxPolicy, environ: Mapping[str, str] | None = None
 ) -> Launch:
     """What to exec for `argv` in `workspace` under `policy`. Raises SandboxUnavailable, never
-    returns an unsandboxed launch unless the policy itself turned the sandbox off."""
+    returns an unsandboxed launch unless the policy itself turned the sandbox off, never one that
+    runs the command as the host's root."""
     environ = os.environ if environ is None else environ
     workspace = Path(workspace).resolve()
     if not policy.enabled:
         return Launch(list(argv), scrubbed_env(policy, environ, str(workspace)), workspace, None)
-    name, binary = choose_launcher(policy, environ)
-    prefix = _RENDER[name](binary, _steps(workspace, policy), workspace, policy)
+    name, binary, mode = _choose(policy, environ)
+    if mode != "user":
+        try:
+            give_workspace(workspace, policy.uid, policy.gid)
+        except PermissionError as err:
+            raise SandboxUnavailable(str(err)) from None
+    prefix = _launcher_argv(name, binary, workspace, policy, mode)
     return Launch([*prefix, *argv], scrubbed_env(policy, environ, SANDBOX_HOME), workspace, name)
 
 
 def describe(policy: SandboxPolicy) -> str:
     """One line for the worker's log at start: how tools will be confined, or why they will not run."""
     if not policy.enabled:
-        return "OFF: tools run with the worker's files and network (TOOL_SANDBOX=off or [sandbox] enabled = false)"
+        who = "as root, " if worker_is_root() else ""
+        return (
+            f"OFF: tools run {who}with the worker's files and network (TOOL_SANDBOX=off or [sandbox] enabled = false)"
+        )
     try:
-        name, binary = choose_launcher(policy)
+        name, binary, mode = _choose(policy, os.environ)
     except SandboxUnavailable as err:
         return f"UNAVAILABLE: shell commands and stdio MCP servers will not run: {err}"
-    return f"{name} ({binary}): no network unless a rule opts in, no project files, an allow-listed environment"
+    who = {
+        "root": f"running as root: tools run as uid {policy.uid} gid {policy.gid}, not root, with no capabilities",
+        "dropped": f"running as root: tools run as uid {policy.uid} gid {policy.gid} in a user namespace, not root",
+        "user": f"tools run as uid {os.geteuid()} in a user namespace",
+    }[mode]
+    return (
+        f"{name} ({binary}): {who}; /proc/sys read-only, /sys absent; {policy.limits.describe()}; "
+        "no network unless a rule opts in, no project files, an allow-listed environment"
+    )
