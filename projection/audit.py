@@ -93,7 +93,8 @@ async def list_switches(tx: Tx, since: str | None = None, conversation_id: str |
                 "enabled": payload.get("enabled"),
                 "by": payload.get("by"),
                 "door": payload.get("door"),
-                "created_at": item["created_at"],
+                # A close names its own moment: the signal's, which a running call may have outlasted.
+                "created_at": payload.get("at") or item["created_at"],
             }
         )
     return rows

@@ -43,10 +43,12 @@ with workflow.unsafe.imports_passed_through():
         DecisionResult,
         ExtensionInput,
         ExtensionResult,
+        LlmReply,
         MessageInput,
         TurnStatus,
     )
     from workflows.status import StatusKeeper
+    from workflows.stoppable import unless_closed
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
 
@@ -181,7 +183,7 @@ class ConversationWorkflow:
         if context.over_budget(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
             await self._compact(turn_id, tools)
         try:
-            reply = await calls.call_llm(context.request(turn_id, self._messages, tools))
+            reply = await self._model_reply(turn_id, tools)
         except ActivityError as err:
             if not (_error_type(err) == calls.ERROR_CONTEXT_WINDOW and workflow.patched(COMPACTION_PATCH)):
                 await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
@@ -189,15 +191,23 @@ class ConversationWorkflow:
             context.learn_refusal(context.tokens(self._messages, tools))
             await self._compact(turn_id, tools)
             try:
-                reply = await calls.call_llm(context.request(turn_id, self._messages, tools))
+                reply = await self._model_reply(turn_id, tools)
             except ActivityError as again:
                 reason = f"model call failed: {_cause_message(again)}"
                 if _error_type(again) == calls.ERROR_CONTEXT_WINDOW:
                     reason = f"the model's context window is too small even after compacting: {_cause_message(again)}"
                 await self._fail_turn(turn_id, reason)
                 return None
+        if reply is None:  # closed while the model was writing: the turn ends with the conversation
+            return None
         context.note_usage(len(self._messages) + 1, reply.usage)
         return reply.message()
+
+    async def _model_reply(self, turn_id: str, tools: list[dict]) -> LlmReply | None:
+        """None: the conversation was closed while the model was writing (the call is cancelled)."""
+        return await unless_closed(
+            calls.call_llm(self._context.request(turn_id, self._messages, tools)), self.is_closed
+        )
 
     async def _compact(self, turn_id: str, tools: list[dict]) -> None:
         compacted = await self._context.compact(turn_id, self._messages, tools)
@@ -223,6 +233,9 @@ class ConversationWorkflow:
         if self._tool_queue is None and workflow.patched(PIN_TOOLS_TO_HOST):
             self._tool_queue = await calls.pick_tool_host()
         return self._tool_queue
+
+    def is_closed(self) -> bool:
+        return self._closed
 
     def replace_kv(self, kv: dict) -> None:
         self._kv = dict(kv)
@@ -314,7 +327,7 @@ class ConversationWorkflow:
         if closing is None and not bare:
             return
         if not self._closed:
-            self._switches.closed(closing)
+            self._switches.closed(closing, workflow.now())
         self._closed = True
         self._inbox.clear()
         self._book.cancel_all(workflow.now())
