@@ -180,7 +180,7 @@ class ConversationWorkflow:
         """One assistant message, the context compacted first when it would pass the budget; a
         context-window error compacts and retries once. None: the turn failed (and says why)."""
         tools, context = self._tools.schemas(), self._context
-        if context.over_budget(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
+        if context.wants_compaction(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
             await self._compact(turn_id, tools)
         try:
             reply = await self._model_reply(turn_id, tools)
