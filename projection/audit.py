@@ -107,7 +107,9 @@ async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
 
 
 def switch_text(row: dict[str, Any]) -> str:
-    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`."""
+    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`, `finished its task for conv-1 (subagent)`."""
+    if row["switch"] == "close" and row["door"] == "subagent":
+        return f"finished its task for {row['by']} (subagent)"
     what = "closed" if row["switch"] == "close" else f"auto-approve switched {'on' if row['enabled'] else 'off'}"
     door = row["door"] or "signal"
     return f"{what} by {row['by']} ({door})" if row["by"] else f"{what} by an unnamed caller ({door})"

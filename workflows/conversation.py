@@ -119,7 +119,10 @@ class ConversationWorkflow:
                     raise
                 await close_after_cancel(self.close, self._book, self._status)
                 raise
-            if self._closed or start.subagent is not None:  # a subagent ends with its one task
+            if self._closed:
+                break
+            if start.subagent is not None:  # a subagent ends with its one task
+                self._switches.finished(start.subagent.parent_id, workflow.now())
                 break
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)

@@ -40,6 +40,8 @@ ToolSource = Literal["builtin", "python", "mcp", "subagent"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
 Door = Literal["ui", "cli", "signal", "slack"]
+# How a conversation ended: a door names who closed it; "subagent" says a subagent finished its task.
+EndDoor = Literal["ui", "cli", "signal", "slack", "subagent"]
 # Why a notification goes out; with the request id and the channel it names the notification once.
 NotificationKind = Literal["request", "reminder", "escalation", "expiry_warning"]
 ChannelKind = Literal["webhook", "slack"]
@@ -379,7 +381,7 @@ class ConversationState(BaseModel):
         default=0, description="earlier messages compacted away from `messages`, kept in the projection's archive"
     )
     closed_by: str | None = None
-    closed_door: Door | None = None
+    closed_door: EndDoor | None = None
     auto_approve_by: str | None = None
     auto_approve_door: Door | None = None
 

@@ -13,7 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
-    from workflows.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput
+    from workflows.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput, EndDoor
     from workflows.status import StatusKeeper
 
 # Writing an auto-approve switch to the projection is a new activity: histories from before it skip it.
@@ -24,7 +24,7 @@ EVENT_AUTO_APPROVE = "conversation.auto_approve"
 class Switches:
     def __init__(self, start: ConversationInput) -> None:
         self.closed_by: str | None = None
-        self.closed_door: str | None = None
+        self.closed_door: EndDoor | None = None
         self.closed_at: datetime | None = None
         self.auto_approve_by = start.auto_approve_by
         self.auto_approve_door = start.auto_approve_door
@@ -36,6 +36,10 @@ class Switches:
         self.closed_at = at
         if close is not None:
             self.closed_by, self.closed_door = close.by, close.door
+
+    def finished(self, parent_id: str, at: datetime) -> None:
+        """A subagent that answered its task ends for its parent: no one closed it."""
+        self.closed_by, self.closed_door, self.closed_at = parent_id, "subagent", at
 
     def closed_payload(self) -> dict[str, Any]:
         at = None if self.closed_at is None else self.closed_at.isoformat()
