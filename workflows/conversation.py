@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         MessageInput,
         TurnStatus,
     )
+    from workflows.notify_outbox import NotificationOutbox
     from workflows.status import StatusKeeper
     from workflows.stoppable import unless_closed
     from workflows.switches import Switches
@@ -80,6 +81,7 @@ class ConversationWorkflow:
         self._auto_approve = start.auto_approve
         self._switches = Switches(start)
         self._status = StatusKeeper(self._id, start.subagent.parent_id if start.subagent else None)
+        self._outbox = NotificationOutbox()
         self._tools = ToolRunner(
             ToolContext(
                 conversation_id=self._id,
@@ -96,6 +98,7 @@ class ConversationWorkflow:
                 started_by=start.started_by,
                 narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
+                outbox=self._outbox,
             ),
             start.used_tool_call_ids,
         )
@@ -108,6 +111,7 @@ class ConversationWorkflow:
     async def run(self, start: ConversationInput) -> ConversationState:
         if not self._messages:
             self._messages.append(ChatMessage(role="system", content=SYSTEM_PROMPT))
+        self._outbox.resume(start.notifications)
         while True:
             await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
             if self._closed:
@@ -155,6 +159,7 @@ class ConversationWorkflow:
                 "context_anchor": self._context.anchor,
                 "archived_messages": self._context.archived,
                 "children_started": self._delegator.children_started,
+                "notifications": self._outbox.carried(),
             }
         )
 

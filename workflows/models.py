@@ -283,6 +283,9 @@ class ConversationInput(BaseModel):
     delegation: DelegationLimits = Field(default_factory=DelegationLimits)
     subagent: SubagentInfo | None = None
     children_started: int = Field(default=0, description="subagents this conversation has started")
+    notifications: list[NotificationInput] = Field(
+        default_factory=list, description="notifications the last run started and had not delivered"
+    )
 
 
 class _StrictInput(BaseModel):
