@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
     from workflows.models import (
         ERROR_INVALID_DECISION,
+        ERROR_TOOL_RUNNING,
         QUERY_GET_STATE,
         SIGNAL_APPROVAL_DECISION,
         SIGNAL_CLOSE,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_SUBMIT_MESSAGE,
         UPDATE_DECIDE,
         UPDATE_EXTEND,
+        UPDATE_MOVE,
         WORKFLOW_TYPE,
         AutoApproveInput,
         ChatMessage,
@@ -45,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
         ExtensionResult,
         LlmReply,
         MessageInput,
+        MoveInput,
+        MoveResult,
         TurnStatus,
     )
     from workflows.notify_outbox import NotificationOutbox
@@ -58,6 +62,8 @@ MAX_MODEL_STEPS_PER_TURN = 25
 # them replay down the old path.
 COMPACTION_PATCH = "context-compaction"
 PIN_TOOLS_TO_HOST = "pin-tools-to-host"
+# A move re-pins the tools to another host: histories from before it never took one.
+MOVE_PATCH = "move-conversation-host"
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -340,6 +346,24 @@ class ConversationWorkflow:
         self._inbox.clear()
         self._book.cancel_all(workflow.now())
 
+    @workflow.update(name=UPDATE_MOVE)
+    def move(self, *args: Any) -> MoveResult:
+        moving = _one_payload(UPDATE_MOVE, args, MoveInput)
+        if moving is None:
+            raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        workflow.patched(MOVE_PATCH)
+        before, self._tool_queue = self._tool_queue, moving.to  # carried across continue-as-new
+        workflow.logger.info("tools of %s moved from %s to %s by %s", self._id, before, moving.to, moving.by)
+        return MoveResult(moved_from=before, to=moving.to)
+
+    @move.validator
+    def _validate_move(self, *args: Any) -> None:
+        if _one_payload(UPDATE_MOVE, args, MoveInput) is None:
+            raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        if self._tools.tool_running():
+            message = "a tool of this conversation is running: move it once the tool has finished"
+            raise ApplicationError(message, type=ERROR_TOOL_RUNNING, non_retryable=True)
+
     @workflow.query(name=QUERY_GET_STATE)
     def get_state(self, *_: Any) -> ConversationState:
         status: TurnStatus = self._status.turn_status
@@ -360,6 +384,7 @@ class ConversationWorkflow:
 
 
 _DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?, args_hash?, door?}"
+_MOVE_SHAPE = "move takes one payload {to, by?, door?}"
 _EXTEND_SHAPE = "extend takes one payload {request_id, seconds, reason?, decided_by?, door?}"
 _Input = TypeVar("_Input", bound=BaseModel)
 

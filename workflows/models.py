@@ -21,11 +21,13 @@ SIGNAL_CLOSE = "close"
 UPDATE_DECIDE = "decide"
 SIGNAL_EXTEND_APPROVAL = "extend_approval"
 UPDATE_EXTEND = "extend"
+UPDATE_MOVE = "move"
 QUERY_GET_STATE = "get_state"
 
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
 ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
+ERROR_TOOL_RUNNING = "ToolRunning"
 ERROR_STALE_APPROVAL = "StaleApproval"
 ERROR_NOT_AN_APPROVER = "NotAnApprover"
 ERROR_INVALID_EDIT = "InvalidEdit"
@@ -332,6 +334,19 @@ class ExtensionInput(_StrictInput):
 class ExtensionResult(BaseModel):
     request_id: str
     expires_at: datetime
+
+
+class MoveInput(_StrictInput):
+    """Re-pin a conversation's tools to another host's task queue (its own host is gone)."""
+
+    to: str = Field(min_length=1, description="the task queue of the host the tools run on from now on")
+    by: str | None = None
+    door: Door | None = None
+
+
+class MoveResult(BaseModel):
+    moved_from: str | None
+    to: str
 
 
 class NotificationInput(BaseModel):

@@ -100,6 +100,10 @@ class ToolRunner:
         enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
 
+    def tool_running(self) -> bool:
+        """A tool call of this conversation is on its way to its host or running there."""
+        return self._lock.locked()
+
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
         if not workflow.patched(PATCH_TOOL_CATALOG):
