@@ -24,6 +24,7 @@ from workflows.models import (
     SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
     UPDATE_EXTEND,
+    UPDATE_MOVE,
     WORKFLOW_TYPE,
     AutoApproveInput,
     CloseInput,
@@ -34,6 +35,8 @@ from workflows.models import (
     ExtensionInput,
     ExtensionResult,
     MessageInput,
+    MoveInput,
+    MoveResult,
 )
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
@@ -173,6 +176,23 @@ async def extend_approval(client: Client, extension: ExtensionInput, store: Proj
     try:
         return await handle.execute_update(
             UPDATE_EXTEND, extension, result_type=ExtensionResult, rpc_timeout=QUERY_TIMEOUT
+        )
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            raise DecisionRefused(cause.type or "Refused", cause.message) from None
+        raise
+
+
+async def move_conversation(
+    client: Client, conversation_id: str, to_queue: str, by: str | None = None, door: Door | None = None
+) -> MoveResult:
+    """Re-pin the conversation's tools to another host's queue, by update (it needs a running worker).
+    A tool of it running refuses (DecisionRefused with the workflow's reason)."""
+    handle = client.get_workflow_handle(conversation_id)
+    try:
+        return await handle.execute_update(
+            UPDATE_MOVE, MoveInput(to=to_queue, by=by, door=door), result_type=MoveResult, rpc_timeout=QUERY_TIMEOUT
         )
     except WorkflowUpdateFailedError as err:
         cause = err.cause

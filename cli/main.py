@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),
+    "move": ("cli.hosts", "move"),
     "watch": ("cli.watch", "watch"),
     "tools": ("cli.tools", "tools"),
     "ui": ("cli.admin", "ui"),

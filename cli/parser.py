@@ -145,6 +145,10 @@ def build_parser() -> OneLineParser:
     close = verbs.add_parser("close", help="end a conversation; its waiting approvals are canceled")
     close.add_argument("conversation", type=text)
 
+    moving = verbs.add_parser("move", help="run a conversation's tools on another host (its own host is gone)")
+    moving.add_argument("conversation", type=text)
+    moving.add_argument("--to", required=True, type=text, metavar="HOST", help="the WORKER_HOST of a worker that is up")
+
     auto = verbs.add_parser("auto-approve", help="switch a conversation's auto-approve mode (deny rules still apply)")
     auto.add_argument("conversation", type=text)
     auto.add_argument("mode", choices=["on", "off"])

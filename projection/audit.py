@@ -93,7 +93,8 @@ async def list_switches(tx: Tx, since: str | None = None, conversation_id: str |
                 "enabled": payload.get("enabled"),
                 "by": payload.get("by"),
                 "door": payload.get("door"),
-                "created_at": item["created_at"],
+                # A close names its own moment: the signal's, which a running call may have outlasted.
+                "created_at": payload.get("at") or item["created_at"],
             }
         )
     return rows
@@ -106,7 +107,9 @@ async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
 
 
 def switch_text(row: dict[str, Any]) -> str:
-    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`."""
+    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`, `finished its task for conv-1 (subagent)`."""
+    if row["switch"] == "close" and row["door"] == "subagent":
+        return f"finished its task for {row['by']} (subagent)"
     what = "closed" if row["switch"] == "close" else f"auto-approve switched {'on' if row['enabled'] else 'off'}"
     door = row["door"] or "signal"
     return f"{what} by {row['by']} ({door})" if row["by"] else f"{what} by an unnamed caller ({door})"

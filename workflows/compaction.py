@@ -39,6 +39,9 @@ LEARN_SHARE = 0.8
 MIN_CLIP_CHARS = 200
 
 SUMMARY_NAME = "conversation_summary"
+# The current turn's request when a fold reached into its turn: it stays word for word in the head.
+REQUEST_NAME = "turn_request"
+REQUEST_HEADER = "The person's request for the current turn, word for word:"
 SUMMARY_REQUEST_MARK = "[summarise request]"
 SUMMARY_INSTRUCTIONS = (
     f"{SUMMARY_REQUEST_MARK} You compact the earlier part of a conversation between a person and an "
@@ -79,6 +82,10 @@ def clip(text: str, max_tokens: float) -> str:
 
 def is_summary(message: ChatMessage) -> bool:
     return message.role == "system" and message.name == SUMMARY_NAME
+
+
+def is_request_note(message: ChatMessage) -> bool:
+    return message.role == "system" and message.name == REQUEST_NAME
 
 
 def head_size(messages: list[ChatMessage]) -> int:
@@ -131,12 +138,14 @@ class Fold:
     previous_summary: str | None
     folded: list[ChatMessage]
     kept: list[ChatMessage]
+    request: ChatMessage | None = None  # the current turn's request, when the fold reached into its turn
 
 
-def plan_fold(messages: list[ChatMessage], budget: int) -> Fold | None:
+def plan_fold(messages: list[ChatMessage], budget: int, keep_request: bool = False) -> Fold | None:
     """Fold the oldest messages so the verbatim rest, whole turns where possible, takes at most
     KEEP_SHARE of the budget (when even the latest step is bigger, keep just that step); None
-    when nothing can be folded."""
+    when nothing can be folded. With keep_request, a fold that reaches into the current turn keeps
+    the turn's request word for word in the head (the archive keeps it in its place)."""
     head = head_size(messages)
     body = messages[head:]
     cuts = [i for i in range(1, len(body)) if body[i].role != "tool"]
@@ -153,12 +162,26 @@ def plan_fold(messages: list[ChatMessage], budget: int) -> Fold | None:
     previous = next((m.content for m in messages[:head] if is_summary(m)), None)
     if previous is not None and previous.startswith(SUMMARY_HEADER):
         previous = previous[len(SUMMARY_HEADER) :].strip()
+    notes = [m for m in messages[:head] if is_request_note(m)]
     return Fold(
-        prompt=[m for m in messages[:head] if not is_summary(m)],
+        prompt=[m for m in messages[:head] if not (is_summary(m) or is_request_note(m))],
         previous_summary=previous,
         folded=body[:chosen],
         kept=body[chosen:],
+        request=_turn_request(body, chosen, notes) if keep_request else None,
     )
+
+
+def _turn_request(body: list[ChatMessage], chosen: int, notes: list[ChatMessage]) -> ChatMessage | None:
+    """The note to keep: the last request when it is folded now, the head's note when the turn's
+    request was folded before, none when the request stays among the kept messages."""
+    last_user = next((i for i in range(len(body) - 1, -1, -1) if body[i].role == "user"), None)
+    if last_user is None:
+        return notes[-1] if notes else None
+    if last_user >= chosen:
+        return None
+    text = body[last_user].content or ""
+    return ChatMessage(role="system", name=REQUEST_NAME, content=f"{REQUEST_HEADER}\n{text}")
 
 
 def summary_request(fold: Fold, budget: int) -> list[ChatMessage]:
@@ -199,7 +222,19 @@ def fallback_summary(fold: Fold, reason: str) -> str:
 
 def compacted(fold: Fold, summary: str) -> list[ChatMessage]:
     note = ChatMessage(role="system", name=SUMMARY_NAME, content=f"{SUMMARY_HEADER}\n{summary.strip()}")
-    return [*fold.prompt, note, *fold.kept]
+    return [*fold.prompt, note, *([fold.request] if fold.request else []), *fold.kept]
+
+
+def tool_results_clipped(view: list[ChatMessage], budget: int) -> list[ChatMessage]:
+    """A view still over the budget (its summary could not be written yet) with its tool results
+    clipped evenly until it fits: the messages stay, their long outputs go."""
+    over = sum(message_tokens(m) for m in view) - budget
+    results = [m for m in view if m.role == "tool"]
+    if over <= 0 or not results:
+        return view
+    room = sum(message_tokens(m) for m in results) - over
+    share = max(MIN_CLIP_CHARS / CHARS_PER_TOKEN, room / len(results))
+    return [_clipped(m, share) if m.role == "tool" else m for m in view]
 
 
 def learned_budget(budget: int, refused_tokens: int) -> int:

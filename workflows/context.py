@@ -35,6 +35,12 @@ with workflow.unsafe.imports_passed_through():
 
 # Each archive write stays far below Temporal's 2 MB payload limit.
 ARCHIVE_CHUNK_CHARS = 400_000
+# A fold that reaches into the current turn keeps the turn's request word for word.
+FOLD_KEEPS_REQUEST_PATCH = "fold-keeps-turn-request"
+# A summary the model could not write folds nothing: tool results are clipped until it is retried.
+FAILED_SUMMARY_KEEPS_MESSAGES_PATCH = "failed-summary-keeps-messages"
+# After a failed summary, the next try waits until the transcript has grown by this many messages.
+SUMMARY_RETRY_AFTER_MESSAGES = 2
 
 
 class ContextKeeper:
@@ -44,10 +50,18 @@ class ContextKeeper:
         self.budget = start.context_budget_tokens or compaction.DEFAULT_BUDGET_TOKENS
         self.anchor: ContextAnchor | None = start.context_anchor
         self.archived = start.archived_messages
+        # Set while a summary the model could not write waits for its retry (a new run retries at once).
+        self._summary_retry_at: int | None = None
 
     def request(self, turn_id: str, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> LlmRequest:
         view = compaction.model_view(messages, self.budget)
+        if self._summary_retry_at is not None:
+            view = compaction.tool_results_clipped(view, self.budget - compaction.tools_tokens(tools))
         return LlmRequest(conversation_id=self._id, turn_id=turn_id, messages=view, tools=tools)
+
+    def wants_compaction(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> bool:
+        waiting = self._summary_retry_at is not None and len(messages) < self._summary_retry_at
+        return not waiting and self.over_budget(messages, tools)
 
     def tokens(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> int:
         return compaction.context_tokens(compaction.model_view(messages, self.budget), tools, self.anchor)
@@ -72,12 +86,20 @@ class ContextKeeper:
         """The compacted transcript, or None when nothing can be folded. The summary is an
         activity result and the archive write is recorded before this returns, so a worker killed
         at any point resumes without asking the model again or archiving twice."""
-        fold = compaction.plan_fold(messages, self.budget)
+        fold = compaction.plan_fold(messages, self.budget, keep_request=workflow.patched(FOLD_KEEPS_REQUEST_PATCH))
         if fold is None:
             return None
         before = self.tokens(messages, tools)
         folded_tokens = sum(compaction.message_tokens(m) for m in compaction.model_view(fold.folded, self.budget))
-        summary, source = await self._summarise(turn_id, fold, folded_tokens)
+        summary, failure = await self._summarise(turn_id, fold, folded_tokens)
+        if failure is None:
+            self._summary_retry_at, source = None, "model"
+        elif workflow.patched(FAILED_SUMMARY_KEEPS_MESSAGES_PATCH):
+            workflow.logger.warning("the model could not summarise; nothing folded, retried later: %s", failure)
+            self._summary_retry_at = len(messages) + SUMMARY_RETRY_AFTER_MESSAGES
+            return None
+        else:
+            summary, source = compaction.fallback_summary(fold, failure), "fallback"
         first = self.archived + 1
         archived = [ArchivedMessage(seq=first + n, message=m) for n, m in enumerate(fold.folded)]
         result = compaction.compacted(fold, summary)
@@ -100,7 +122,8 @@ class ContextKeeper:
         self.archived += len(archived)
         return result
 
-    async def _summarise(self, turn_id: str, fold: compaction.Fold, folded_tokens: int) -> tuple[str, str]:
+    async def _summarise(self, turn_id: str, fold: compaction.Fold, folded_tokens: int) -> tuple[str, str | None]:
+        """The model's summary, or why it could not write one."""
         request = LlmRequest(
             conversation_id=self._id,
             turn_id=turn_id,
@@ -112,12 +135,10 @@ class ContextKeeper:
         try:
             reply: LlmReply = await calls.call_llm(request, summary=summary)
         except ActivityError as err:
-            cause = err.__cause__ or err
-            workflow.logger.warning("the model could not summarise; keeping the person's requests: %s", cause)
-            return compaction.fallback_summary(fold, str(cause)), "fallback"
+            return "", str(err.__cause__ or err)
         if not (reply.content or "").strip():
-            return compaction.fallback_summary(fold, "it answered with no text"), "fallback"
-        return reply.content or "", "model"
+            return "", "it answered with no text"
+        return reply.content or "", None
 
     async def _archive(self, archived: list[ArchivedMessage], event_payload: dict[str, Any]) -> None:
         """Archive in chunks; the last carries the `conversation.compacted` event."""

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
     from workflows.models import (
         ERROR_INVALID_DECISION,
+        ERROR_TOOL_RUNNING,
         QUERY_GET_STATE,
         SIGNAL_APPROVAL_DECISION,
         SIGNAL_CLOSE,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_SUBMIT_MESSAGE,
         UPDATE_DECIDE,
         UPDATE_EXTEND,
+        UPDATE_MOVE,
         WORKFLOW_TYPE,
         AutoApproveInput,
         ChatMessage,
@@ -43,10 +45,15 @@ with workflow.unsafe.imports_passed_through():
         DecisionResult,
         ExtensionInput,
         ExtensionResult,
+        LlmReply,
         MessageInput,
+        MoveInput,
+        MoveResult,
         TurnStatus,
     )
+    from workflows.notify_outbox import NotificationOutbox
     from workflows.status import StatusKeeper
+    from workflows.stoppable import unless_closed
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
 
@@ -55,6 +62,8 @@ MAX_MODEL_STEPS_PER_TURN = 25
 # them replay down the old path.
 COMPACTION_PATCH = "context-compaction"
 PIN_TOOLS_TO_HOST = "pin-tools-to-host"
+# A move re-pins the tools to another host: histories from before it never took one.
+MOVE_PATCH = "move-conversation-host"
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -78,6 +87,7 @@ class ConversationWorkflow:
         self._auto_approve = start.auto_approve
         self._switches = Switches(start)
         self._status = StatusKeeper(self._id, start.subagent.parent_id if start.subagent else None)
+        self._outbox = NotificationOutbox()
         self._tools = ToolRunner(
             ToolContext(
                 conversation_id=self._id,
@@ -94,6 +104,7 @@ class ConversationWorkflow:
                 started_by=start.started_by,
                 narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
+                outbox=self._outbox,
             ),
             start.used_tool_call_ids,
         )
@@ -106,6 +117,7 @@ class ConversationWorkflow:
     async def run(self, start: ConversationInput) -> ConversationState:
         if not self._messages:
             self._messages.append(ChatMessage(role="system", content=SYSTEM_PROMPT))
+        self._outbox.resume(start.notifications)
         while True:
             await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
             if self._closed:
@@ -117,7 +129,10 @@ class ConversationWorkflow:
                     raise
                 await close_after_cancel(self.close, self._book, self._status)
                 raise
-            if self._closed or start.subagent is not None:  # a subagent ends with its one task
+            if self._closed:
+                break
+            if start.subagent is not None:  # a subagent ends with its one task
+                self._switches.finished(start.subagent.parent_id, workflow.now())
                 break
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -150,6 +165,7 @@ class ConversationWorkflow:
                 "context_anchor": self._context.anchor,
                 "archived_messages": self._context.archived,
                 "children_started": self._delegator.children_started,
+                "notifications": self._outbox.carried(),
             }
         )
 
@@ -178,10 +194,10 @@ class ConversationWorkflow:
         """One assistant message, the context compacted first when it would pass the budget; a
         context-window error compacts and retries once. None: the turn failed (and says why)."""
         tools, context = self._tools.schemas(), self._context
-        if context.over_budget(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
+        if context.wants_compaction(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
             await self._compact(turn_id, tools)
         try:
-            reply = await calls.call_llm(context.request(turn_id, self._messages, tools))
+            reply = await self._model_reply(turn_id, tools)
         except ActivityError as err:
             if not (_error_type(err) == calls.ERROR_CONTEXT_WINDOW and workflow.patched(COMPACTION_PATCH)):
                 await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
@@ -189,15 +205,23 @@ class ConversationWorkflow:
             context.learn_refusal(context.tokens(self._messages, tools))
             await self._compact(turn_id, tools)
             try:
-                reply = await calls.call_llm(context.request(turn_id, self._messages, tools))
+                reply = await self._model_reply(turn_id, tools)
             except ActivityError as again:
                 reason = f"model call failed: {_cause_message(again)}"
                 if _error_type(again) == calls.ERROR_CONTEXT_WINDOW:
                     reason = f"the model's context window is too small even after compacting: {_cause_message(again)}"
                 await self._fail_turn(turn_id, reason)
                 return None
+        if reply is None:  # closed while the model was writing: the turn ends with the conversation
+            return None
         context.note_usage(len(self._messages) + 1, reply.usage)
         return reply.message()
+
+    async def _model_reply(self, turn_id: str, tools: list[dict]) -> LlmReply | None:
+        """None: the conversation was closed while the model was writing (the call is cancelled)."""
+        return await unless_closed(
+            calls.call_llm(self._context.request(turn_id, self._messages, tools)), self.is_closed
+        )
 
     async def _compact(self, turn_id: str, tools: list[dict]) -> None:
         compacted = await self._context.compact(turn_id, self._messages, tools)
@@ -223,6 +247,9 @@ class ConversationWorkflow:
         if self._tool_queue is None and workflow.patched(PIN_TOOLS_TO_HOST):
             self._tool_queue = await calls.pick_tool_host()
         return self._tool_queue
+
+    def is_closed(self) -> bool:
+        return self._closed
 
     def replace_kv(self, kv: dict) -> None:
         self._kv = dict(kv)
@@ -314,10 +341,28 @@ class ConversationWorkflow:
         if closing is None and not bare:
             return
         if not self._closed:
-            self._switches.closed(closing)
+            self._switches.closed(closing, workflow.now())
         self._closed = True
         self._inbox.clear()
         self._book.cancel_all(workflow.now())
+
+    @workflow.update(name=UPDATE_MOVE)
+    def move(self, *args: Any) -> MoveResult:
+        moving = _one_payload(UPDATE_MOVE, args, MoveInput)
+        if moving is None:
+            raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        workflow.patched(MOVE_PATCH)
+        before, self._tool_queue = self._tool_queue, moving.to  # carried across continue-as-new
+        workflow.logger.info("tools of %s moved from %s to %s by %s", self._id, before, moving.to, moving.by)
+        return MoveResult(moved_from=before, to=moving.to)
+
+    @move.validator
+    def _validate_move(self, *args: Any) -> None:
+        if _one_payload(UPDATE_MOVE, args, MoveInput) is None:
+            raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        if self._tools.tool_running():
+            message = "a tool of this conversation is running: move it once the tool has finished"
+            raise ApplicationError(message, type=ERROR_TOOL_RUNNING, non_retryable=True)
 
     @workflow.query(name=QUERY_GET_STATE)
     def get_state(self, *_: Any) -> ConversationState:
@@ -339,6 +384,7 @@ class ConversationWorkflow:
 
 
 _DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?, args_hash?, door?}"
+_MOVE_SHAPE = "move takes one payload {to, by?, door?}"
 _EXTEND_SHAPE = "extend takes one payload {request_id, seconds, reason?, decided_by?, door?}"
 _Input = TypeVar("_Input", bound=BaseModel)
 

@@ -21,11 +21,13 @@ SIGNAL_CLOSE = "close"
 UPDATE_DECIDE = "decide"
 SIGNAL_EXTEND_APPROVAL = "extend_approval"
 UPDATE_EXTEND = "extend"
+UPDATE_MOVE = "move"
 QUERY_GET_STATE = "get_state"
 
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
 ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
 ERROR_INVALID_DECISION = "InvalidDecision"
+ERROR_TOOL_RUNNING = "ToolRunning"
 ERROR_STALE_APPROVAL = "StaleApproval"
 ERROR_NOT_AN_APPROVER = "NotAnApprover"
 ERROR_INVALID_EDIT = "InvalidEdit"
@@ -40,6 +42,8 @@ ToolSource = Literal["builtin", "python", "mcp", "subagent"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
 Door = Literal["ui", "cli", "signal", "slack"]
+# How a conversation ended: a door names who closed it; "subagent" says a subagent finished its task.
+EndDoor = Literal["ui", "cli", "signal", "slack", "subagent"]
 # Why a notification goes out; with the request id and the channel it names the notification once.
 NotificationKind = Literal["request", "reminder", "escalation", "expiry_warning"]
 ChannelKind = Literal["webhook", "slack"]
@@ -281,6 +285,9 @@ class ConversationInput(BaseModel):
     delegation: DelegationLimits = Field(default_factory=DelegationLimits)
     subagent: SubagentInfo | None = None
     children_started: int = Field(default=0, description="subagents this conversation has started")
+    notifications: list[NotificationInput] = Field(
+        default_factory=list, description="notifications the last run started and had not delivered"
+    )
 
 
 class _StrictInput(BaseModel):
@@ -327,6 +334,19 @@ class ExtensionInput(_StrictInput):
 class ExtensionResult(BaseModel):
     request_id: str
     expires_at: datetime
+
+
+class MoveInput(_StrictInput):
+    """Re-pin a conversation's tools to another host's task queue (its own host is gone)."""
+
+    to: str = Field(min_length=1, description="the task queue of the host the tools run on from now on")
+    by: str | None = None
+    door: Door | None = None
+
+
+class MoveResult(BaseModel):
+    moved_from: str | None
+    to: str
 
 
 class NotificationInput(BaseModel):
@@ -379,7 +399,7 @@ class ConversationState(BaseModel):
         default=0, description="earlier messages compacted away from `messages`, kept in the projection's archive"
     )
     closed_by: str | None = None
-    closed_door: Door | None = None
+    closed_door: EndDoor | None = None
     auto_approve_by: str | None = None
     auto_approve_door: Door | None = None
 

@@ -9,17 +9,15 @@ no patch marker), so conversations recorded before notifications existed replay 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import activity_calls as calls
     from workflows.models import ApprovalRecord, NotificationInput, NotificationKind, NotifyPlan
+    from workflows.notify_outbox import NotificationOutbox
 
 NOTIFY_PATCH = "approval-notifications"
 
@@ -37,15 +35,19 @@ class RequestTimers:
     """The timers of one request; `expire` resolves it, `changed` mirrors new approvers or deadlines."""
 
     def __init__(
-        self, record: ApprovalRecord, expire: Callable[[], None], changed: Callable[[str], Awaitable[None]]
+        self,
+        record: ApprovalRecord,
+        expire: Callable[[], None],
+        changed: Callable[[str], Awaitable[None]],
+        outbox: NotificationOutbox,
     ) -> None:
         self._record = record
         self._expire = expire
         self._changed = changed
+        self._outbox = outbox  # sends, and keeps what is on its way across continue-as-new
         self._fired: set[str] = set()
         self._escalated = False
         self._plan: NotifyPlan | None = None
-        self.deliveries: list[asyncio.Future[None]] = []  # started, never awaited by the wait
 
     async def wait(self) -> None:
         """Until the request is resolved, by a decision or by its expiry."""
@@ -128,12 +130,4 @@ class RequestTimers:
                 expires_at=record.expires_at,
                 created_at=record.created_at,
             )
-            self.deliveries.append(asyncio.ensure_future(_deliver(notification, record.expires_at - workflow.now())))
-
-
-async def _deliver(notification: NotificationInput, give_up_after: timedelta) -> None:
-    """A notification that cannot be delivered is logged; it never fails the workflow or the turn."""
-    try:
-        await calls.notify(notification, give_up_after)
-    except ActivityError as err:
-        workflow.logger.warning("notification %s not delivered: %s", notification.key, err.__cause__ or err)
+            self._outbox.send(notification)

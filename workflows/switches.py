@@ -6,13 +6,14 @@ continue-as-new) and the conversation's projection events name them, so `show` a
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
-    from workflows.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput
+    from workflows.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput, EndDoor
     from workflows.status import StatusKeeper
 
 # Writing an auto-approve switch to the projection is a new activity: histories from before it skip it.
@@ -23,18 +24,26 @@ EVENT_AUTO_APPROVE = "conversation.auto_approve"
 class Switches:
     def __init__(self, start: ConversationInput) -> None:
         self.closed_by: str | None = None
-        self.closed_door: str | None = None
+        self.closed_door: EndDoor | None = None
+        self.closed_at: datetime | None = None
         self.auto_approve_by = start.auto_approve_by
         self.auto_approve_door = start.auto_approve_door
         self._written = 0
 
-    def closed(self, close: CloseInput | None) -> None:
-        """The first close names the closer; a bare close (no payload) names nobody."""
+    def closed(self, close: CloseInput | None, at: datetime) -> None:
+        """The first close names the closer (a bare close, no payload, names nobody) and its time:
+        the signal's, not the end of whatever was running when it came."""
+        self.closed_at = at
         if close is not None:
             self.closed_by, self.closed_door = close.by, close.door
 
+    def finished(self, parent_id: str, at: datetime) -> None:
+        """A subagent that answered its task ends for its parent: no one closed it."""
+        self.closed_by, self.closed_door, self.closed_at = parent_id, "subagent", at
+
     def closed_payload(self) -> dict[str, Any]:
-        return {"by": self.closed_by, "door": self.closed_door}
+        at = None if self.closed_at is None else self.closed_at.isoformat()
+        return {"by": self.closed_by, "door": self.closed_door, "at": at}
 
     async def auto_approve_switched(
         self, switch: AutoApproveInput, status: StatusKeeper, pending: list[ApprovalRecord]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         request_id_for,
     )
+    from workflows.notify_outbox import NotificationOutbox
     from workflows.notify_plan import plan_for
     from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.reminders import RequestTimers
@@ -70,6 +71,8 @@ class ToolContext:
     # What the conversation offers of the listed tools, and how a `delegate` call runs (subagents).
     narrow_catalog: Callable[[Catalog], Catalog] | None = None
     delegate: Callable[[ToolCall, dict[str, Any]], Awaitable[ToolResult]] | None = None
+    # Where requests send their notifications (kept across continue-as-new by the conversation).
+    outbox: NotificationOutbox = field(default_factory=NotificationOutbox)
 
 
 @dataclass
@@ -96,6 +99,10 @@ class ToolRunner:
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
         enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
+
+    def tool_running(self) -> bool:
+        """A tool call of this conversation is on its way to its host or running there."""
+        return self._lock.locked()
 
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
@@ -240,6 +247,7 @@ class ToolRunner:
             record,
             expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
             changed=lambda what: calls.project_approval_changed(record, what),
+            outbox=ctx.outbox,
         ).wait()
         await self._resolutions.mirror(record)
 
