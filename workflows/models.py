@@ -281,6 +281,10 @@ class ConversationInput(BaseModel):
     delegation: DelegationLimits = Field(default_factory=DelegationLimits)
     subagent: SubagentInfo | None = None
     children_started: int = Field(default=0, description="subagents this conversation has started")
+    workspace: str | None = Field(
+        default=None, description="the workspace key its tools use (workflows/workspace_choice.py); None: not chosen"
+    )
+    shared_workspace: bool = Field(default=False, description="chosen: the shared directory (an older conversation)")
 
 
 class _StrictInput(BaseModel):

@@ -70,6 +70,8 @@ class ToolContext:
     # What the conversation offers of the listed tools, and how a `delegate` call runs (subagents).
     narrow_catalog: Callable[[Catalog], Catalog] | None = None
     delegate: Callable[[ToolCall, dict[str, Any]], Awaitable[ToolResult]] | None = None
+    # Whose workspace the tools use (workflows/workspace_choice.py); None: the shared directory.
+    workspace: Callable[[], str | None] = lambda: None
 
 
 @dataclass
@@ -102,7 +104,10 @@ class ToolRunner:
         if not workflow.patched(PATCH_TOOL_CATALOG):
             return self._catalog
         try:
-            listed = await calls.list_tools(ListToolsInput(conversation_id=self._ctx.conversation_id, turn_id=turn_id))
+            listing = ListToolsInput(
+                conversation_id=self._ctx.conversation_id, turn_id=turn_id, workspace=self._ctx.workspace()
+            )
+            listed = await calls.list_tools(listing)
         except ActivityError as err:
             why = f"the tools could not be listed: {err.__cause__ or err}"
             listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
@@ -269,6 +274,7 @@ class ToolRunner:
             tool=None if spec.source == "builtin" else spec,
             network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
             resolved=resolved,
+            workspace=ctx.workspace(),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
