@@ -8,6 +8,7 @@ user turned the sandbox off. The worker runs as root here, as `make run` started
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -21,6 +22,8 @@ import psutil
 import pytest
 from temporalio.client import Client
 
+from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
+from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from control import send_decision, send_message, start_conversation
 from demo_model.server import text_reply, tool_reply
 from settings import Settings
@@ -121,3 +124,16 @@ async def test_a_3_gib_sparse_file_is_refused_unread_and_the_worker_stays_small(
     assert result.startswith("Error: big.bin is 3 GiB, over the read limit of 4 MiB"), result
     assert "\x00" not in result
     assert 0 < peak[0] < 1024**3, f"the worker's resident memory reached {peak[0] / 1024**2:.0f} MiB"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [("read_file", {"path": "a.txt"}), ("write_file", {"path": "b.txt", "content": "x"}), ("list_dir", {"path": "."})],
+)
+def test_with_no_sandbox_to_start_the_file_tools_do_nothing(tmp_path: Path, tool: str, args: dict[str, str]) -> None:
+    """Fail closed like run_shell: no launcher starts here, so nothing is read, listed or written."""
+    (tmp_path / "a.txt").write_text("never shown")
+    ws = Workspace(tmp_path, SandboxPolicy(launcher="no-such-launcher"))
+    with pytest.raises(SandboxUnavailable, match="the sandbox could not start"):
+        asyncio.run(BUILTIN_TOOLS[tool](ws, KvStore({}), args, lambda: None))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
