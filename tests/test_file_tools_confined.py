@@ -134,6 +134,10 @@ def test_with_no_sandbox_to_start_the_file_tools_do_nothing(tmp_path: Path, tool
     """Fail closed like run_shell: no launcher starts here, so nothing is read, listed or written."""
     (tmp_path / "a.txt").write_text("never shown")
     ws = Workspace(tmp_path, SandboxPolicy(launcher="no-such-launcher"))
+
+    async def call() -> str:
+        return await BUILTIN_TOOLS[tool](ws, KvStore({}), args, lambda: None)
+
     with pytest.raises(SandboxUnavailable, match="the sandbox could not start"):
-        asyncio.run(BUILTIN_TOOLS[tool](ws, KvStore({}), args, lambda: None))
+        asyncio.run(call())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
