@@ -9,14 +9,15 @@ from typing import Any
 
 from temporalio.client import Client
 
-from control import start_conversation
+from control import new_conversation_id, send_message, start_conversation
 from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_status, workspace_of
+from tests.helpers import eventually, tool_messages, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
 from worker import build_worker
 from workflows.delegation import child_conversation_id
+from workflows.models import WORKFLOW_TYPE, ConversationInput, PolicyRules
 
 PLANT, PEEK = "plant a note", "look for the note"
 CHILD_TASK, GRANDCHILD_TASK = "ask your own helper to read notes.txt", "read notes.txt"
@@ -95,3 +96,41 @@ async def test_subagents_work_in_the_workspace_of_the_conversation_they_serve(
     made = sorted(p.name for p in (settings.workspace_dir / "conversations").iterdir())
     assert made == [workspace_of(settings, cid).name], "no workspace of their own for the subagents"
     assert grandkid != kid != cid
+
+
+async def test_a_conversation_that_kept_the_shared_directory_keeps_it_across_continue_as_new(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    """A conversation whose input says `shared_workspace` (as one started before workspaces were
+    per conversation is carried on) uses the shared directory in every run, never its own."""
+
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if messages[-1]["role"] == "user":
+            name = str(messages[-1]["content"]).replace(" ", "_")
+            return tool_reply((f"w_{name}", "write_file", {"path": f"{name}.txt", "content": name}))
+        return text_reply("written")
+
+    model.behaviour = behave
+    cid = histories.track(new_conversation_id())
+    start = ConversationInput(
+        conversation_id=cid,
+        policy=PolicyRules(allow=["write_file"]),
+        inbox=["turn 1"],
+        continue_as_new_after_events=10,
+        shared_workspace=True,
+    )
+    async with build_worker(client, settings):
+        await client.start_workflow(WORKFLOW_TYPE, start, id=cid, task_queue=settings.task_queue)
+        for turn in range(2, 4):
+            await wait_status(client, cid, "idle", tool_results=1)
+            await send_message(client, cid, f"turn {turn}")
+        await eventually(lambda: _exists(settings.workspace_dir / "turn_3.txt"))
+        runs = [run async for run in client.list_workflows(f"WorkflowId = '{cid}'")]
+
+    assert len(runs) > 1, "it continued as new"
+    assert sorted(p.name for p in settings.workspace_dir.glob("*.txt")) == ["turn_1.txt", "turn_2.txt", "turn_3.txt"]
+    assert not (settings.workspace_dir / "conversations").exists()
+
+
+async def _exists(path: Path) -> bool:
+    return path.exists()
