@@ -94,7 +94,8 @@ async def read_file(ws: Workspace, kv: object, args: dict[str, Any], beat: Calla
     if done.returncode in (_IS_DIR, _NOT_FILE):
         return f"Error: {path} does not exist or is not a file"
     if done.returncode == _TOO_BIG:
-        raise too_big(path, int(done.stderr or 0), limit)
+        reported = done.stderr.split()[-1:]  # the script's last word: the size it found
+        raise too_big(path, int(reported[0]) if reported and reported[0].isdigit() else limit + 1, limit)
     if done.returncode != 0:
         raise _failed("read", path, done)
     if len(done.stdout) > limit:  # it grew between the size check and the read

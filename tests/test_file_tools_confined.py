@@ -141,3 +141,30 @@ def test_with_no_sandbox_to_start_the_file_tools_do_nothing(tmp_path: Path, tool
     with pytest.raises(SandboxUnavailable, match="the sandbox could not start"):
         asyncio.run(call())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_the_read_limit_and_binary_files_on_every_way_in(tmp_path: Path, launcher: str) -> None:
+    policy = SandboxPolicy(enabled=launcher != "off", launcher="auto" if launcher == "off" else launcher)
+    ws = Workspace(tmp_path, policy, max_read_bytes=1024)
+
+    def call(tool: str, **args: str) -> str:
+        async def run() -> str:
+            return await BUILTIN_TOOLS[tool](ws, KvStore({}), args, lambda: None)
+
+        return asyncio.run(run())
+
+    with (tmp_path / "big.bin").open("wb") as big:
+        big.truncate(3 * 1024**3)
+    (tmp_path / "exact.txt").write_text("x" * 1024)
+    (tmp_path / "nul.bin").write_bytes(b"ab\x00cd")
+    with pytest.raises(ValueError, match=r"^big.bin is 3 GiB, over the read limit of 1 KiB"):
+        call("read_file", path="big.bin")
+    assert call("read_file", path="exact.txt") == "x" * 1024, "a file of exactly the limit is read"
+    with pytest.raises(ValueError, match=r"^nul.bin is a binary file \(5 bytes\)"):
+        call("read_file", path="nul.bin")
+    assert call("write_file", path="d/e/f.txt", content="héllo") == "Wrote 6 bytes to d/e/f.txt"
+    assert call("read_file", path="d/e/f.txt") == "héllo"
+    assert call("list_dir", path=".") == "big.bin\nd/\nexact.txt\nnul.bin"
+    assert call("list_dir", path="exact.txt") == "Error: exact.txt is not a directory"
+    assert call("read_file", path="d") == "Error: d does not exist or is not a file"
