@@ -279,6 +279,23 @@ class Settings:
             gid=gid,
         )
 
+    def max_read_bytes(self) -> int:
+        """The most read_file returns of one file: POLICY_FILE's [tools] max_read_bytes, then
+        TOOL_MAX_READ_BYTES over it; a bigger file is refused with its size, never read whole."""
+        from activities.workspaces import DEFAULT_MAX_READ_BYTES
+
+        table = self._policy_table().get("tools", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: [tools] must be a table")
+        value = os.environ.get("TOOL_MAX_READ_BYTES") or table.get("max_read_bytes", DEFAULT_MAX_READ_BYTES)
+        try:
+            limit = int(value)
+        except (TypeError, ValueError):
+            limit = 0
+        if isinstance(value, bool) or limit <= 0:
+            raise ConfigError(f"tools: max_read_bytes must be a positive whole number of bytes, not {value!r}")
+        return limit
+
     def _policy_table(self) -> dict[str, object]:
         if self.policy_file is None:
             return {}

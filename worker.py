@@ -82,7 +82,15 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     )
     sandbox = settings.sandbox_policy()
     sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox)
-    tools = ToolActivities(settings.workspace_dir, ledger, projection, sources, sandbox, settings.host_task_queue)
+    tools = ToolActivities(
+        settings.workspace_dir,
+        ledger,
+        projection,
+        sources,
+        sandbox,
+        settings.host_task_queue,
+        settings.max_read_bytes(),
+    )
     hosts = HostActivities(settings.host_task_queue)
     notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
     writes = ProjectionActivities(projection)

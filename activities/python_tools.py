@@ -1,4 +1,12 @@
-"""The user's Python tools: imported from the modules the configuration names, run in the worker."""
+"""The user's Python tools: imported from the modules the configuration names, run in the worker.
+
+Trusted code. A Python tool is not sandboxed: it runs inside the worker process, with the
+worker's user (root, if the worker was started as root), its whole filesystem, its network and
+its environment (OPENAI_API_KEY, the database URLs, every secret the worker holds). The workspace
+and the sandbox rules of run_shell do not apply to it; only the approval rules decide whether it
+runs. List a module in `python_tools` only if you would run its code as the worker yourself, and
+have a tool that touches files or runs commands do so through a confined path of its own.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_config import ToolsConfig
 from activities.tool_sources import ToolSources
+from activities.workspaces import DEFAULT_MAX_READ_BYTES, workspace_for
 from projection.store import ProjectionStore
 from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
 from workflows.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
@@ -30,8 +31,10 @@ class ToolActivities:
         sources: ToolSources | None = None,
         sandbox: SandboxPolicy | None = None,
         host_queue: str | None = None,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
     ) -> None:
         self._workspace_dir = workspace_dir
+        self._max_read_bytes = max_read_bytes
         self._host_queue = host_queue  # this worker's host task queue: it runs requests meant for it
         self._sandbox = sandbox or SandboxPolicy()
         self._ledger = ledger
@@ -134,8 +137,10 @@ class ToolActivities:
 
     async def _run_builtin(self, request: ToolRequest) -> ToolResult:
         kv = KvStore(request.kv)
-        # Network is decided per call by the workflow from the policy's network rules.
-        workspace = Workspace(self._workspace_dir, self._sandbox.with_network(request.network))
+        # Network is decided per call by the workflow from the policy's network rules; the
+        # directory by the request's workspace key (the conversation's, or its parent's).
+        root = workspace_for(self._workspace_dir, request.workspace)
+        workspace = Workspace(root, self._sandbox.with_network(request.network), self._max_read_bytes)
         try:
             content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
         except SandboxUnavailable as err:

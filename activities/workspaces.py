@@ -12,7 +12,11 @@ import hashlib
 import re
 from pathlib import Path
 
+from activities.sandbox import SandboxPolicy
+from workflows.tool_specs import InvalidToolCall
+
 CONVERSATIONS_DIR = "conversations"
+DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9.-]")
 
 
@@ -30,3 +34,26 @@ def workspace_for(root: Path, key: str | None) -> Path:
     if not key:
         return root
     return root / CONVERSATIONS_DIR / workspace_dir_name(key)
+
+
+class Workspace:
+    """The one directory a request's tools may touch; what they start runs under `sandbox`, and
+    read_file returns at most `max_read_bytes` of a file."""
+
+    def __init__(
+        self, root: Path, sandbox: SandboxPolicy | None = None, max_read_bytes: int = DEFAULT_MAX_READ_BYTES
+    ) -> None:
+        self.root = root
+        self.sandbox = sandbox or SandboxPolicy()
+        self.max_read_bytes = max_read_bytes
+
+    def resolve(self, relative: str) -> Path:
+        """Resolve symlinks too: a link inside the workspace must not lead out of it.
+
+        Only a check by name, for a clear message: the tools then open the path where a link
+        can reach nothing else (activities/file_tools.py), never by this result."""
+        root = self.root.resolve()
+        target = (root / relative).resolve()
+        if target != root and not target.is_relative_to(root):
+            raise InvalidToolCall(f"path {relative!r} resolves outside the workspace")
+        return target

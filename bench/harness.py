@@ -20,6 +20,7 @@ from typing import Any
 import psutil
 from temporalio.client import Client
 
+from activities.workspaces import CONVERSATIONS_DIR
 from bench import script
 from bench.devserver import BenchServer
 from demo_model.server import ScriptedModelServer
@@ -154,10 +155,12 @@ def payload_dir(root: Path) -> Path:
 
 
 def ran_counts(settings: Settings) -> dict[str, int]:
-    """How many times the approved tool really ran, per conversation tag (lines in ran.log)."""
-    path = settings.workspace_dir / script.RAN_LOG
+    """How many times the approved tool really ran, per conversation tag (lines in ran.log): in
+    each conversation's own workspace, and in the shared one (the floor's activity, older runs)."""
+    root = settings.workspace_dir
     counts: dict[str, int] = {}
-    if path.exists():
-        for line in path.read_text().split():
-            counts[line] = counts.get(line, 0) + 1
+    for path in [root / script.RAN_LOG, *sorted((root / CONVERSATIONS_DIR).glob(f"*/{script.RAN_LOG}"))]:
+        if path.exists():
+            for line in path.read_text().split():
+                counts[line] = counts.get(line, 0) + 1
     return counts

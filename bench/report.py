@@ -297,6 +297,38 @@ def _deltas(s: dict[str, Any]) -> list[str]:
     return [*out, *_table(head, rows)]
 
 
+def _file_tools(s: dict[str, Any]) -> list[str]:
+    how = (
+        f"read_file and write_file of a {s['file_bytes']}-byte file, {s['calls_each']} calls each, alternating"
+        " call by call, through the tool functions (no Temporal around them)."
+    )
+    out = ["## Confined file tools beside the unconfined ones", "", how, ""]
+    labels = {
+        "before": "before: checked, then opened by name in the worker",
+        "in_process": "sandbox off: below a directory handle, links refused, on a thread",
+        "bwrap": "sandboxed, bubblewrap (a process per call)",
+        "unshare": "sandboxed, unshare (a process per call)",
+    }
+    rows = []
+    for key, label in labels.items():
+        if key not in s:
+            continue
+        read, write = s[key]["read_file"], s[key]["write_file"]
+        ratio = s.get(f"{key}_over_before_p50")
+        rows.append(
+            [
+                label,
+                read["p50_ms"],
+                read["p90_ms"],
+                write["p50_ms"],
+                write["p90_ms"],
+                "" if ratio is None else f"{ratio['read_file']}x / {ratio['write_file']}x",
+            ]
+        )
+    head = ["", "read p50 ms", "read p90 ms", "write p50 ms", "write p90 ms", "p50 over before (read / write)"]
+    return [*out, *_table(head, rows)]
+
+
 def render(results: dict[str, Any]) -> str:
     sc = results["scenarios"]
     lines = [
@@ -346,6 +378,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _edit(sc["edit"])
     if "deltas" in sc:
         lines += _deltas(sc["deltas"])
+    if "file_tools" in sc:
+        lines += _file_tools(sc["file_tools"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import shutil
@@ -20,19 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import (
-    report,
-    sc_deltas,
-    sc_edit,
-    sc_history,
-    sc_inbox,
-    sc_langgraph,
-    sc_latency,
-    sc_mcp,
-    sc_parked,
-    sc_recovery,
-    sc_stream,
-)
+from bench import report
 from bench.devserver import bench_server
 from bench.harness import Bench, payload_dir, say
 from bench.machine import describe_machine
@@ -55,6 +44,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "stream": (20, 5),
     "edit": (100, 20),
     "deltas": (500, 100),
+    "file_tools": (200, 30),
 }
 
 SETTINGS = [
@@ -92,21 +82,30 @@ NOISE = [
 ]
 
 Scenario = Callable[[Bench, int], Awaitable[dict[str, Any]]]
-SCENARIOS: dict[str, Scenario] = {
-    "latency": sc_latency.run,
-    "latency_extstore": lambda bench, count: sc_latency.run(bench, count, stored_threshold=0),
-    "parked": sc_parked.run,
-    "recovery": sc_recovery.run,
-    "history": sc_history.run,
+# name -> (the bench module whose run() it is, options); a module is imported only when its
+# scenario runs, so one scenario needs only its own extras (LangGraph for langgraph alone).
+SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
+    "latency": ("sc_latency", {}),
+    "latency_extstore": ("sc_latency", {"stored_threshold": 0}),
+    "parked": ("sc_parked", {}),
+    "recovery": ("sc_recovery", {}),
+    "history": ("sc_history", {}),
     # No compaction (a budget no transcript reaches): the whole transcript goes with every model call.
-    "history_full_transcript": lambda bench, count: sc_history.run(bench, count, context_budget=10**9),
-    "inbox": sc_inbox.run,
-    "langgraph": sc_langgraph.run,
-    "mcp": sc_mcp.run,
-    "stream": sc_stream.run,
-    "edit": sc_edit.run,
-    "deltas": sc_deltas.run,
+    "history_full_transcript": ("sc_history", {"context_budget": 10**9}),
+    "inbox": ("sc_inbox", {}),
+    "langgraph": ("sc_langgraph", {}),
+    "mcp": ("sc_mcp", {}),
+    "stream": ("sc_stream", {}),
+    "edit": ("sc_edit", {}),
+    "file_tools": ("sc_file_tools", {}),
+    "deltas": ("sc_deltas", {}),
 }
+
+
+def scenario(name: str) -> Scenario:
+    module, options = SCENARIOS[name]
+    run: Scenario = importlib.import_module(f"bench.{module}").run
+    return lambda bench, count: run(bench, count, **options)  # type: ignore[call-arg]
 
 
 def export_revision(revision: str, into: Path) -> Path:
@@ -150,7 +149,7 @@ async def main(
             say(f"=== {name} (n={count}) ===")
             t0 = time.monotonic()
             try:
-                results["scenarios"][name] = await SCENARIOS[name](bench, count)
+                results["scenarios"][name] = await scenario(name)(bench, count)
             except Exception as err:  # one broken scenario must not hide the others' figures
                 say(f"{name} FAILED: {type(err).__name__}: {err}")
                 bench.check(f"{name}: scenario completed", True, f"{type(err).__name__}: {err}")

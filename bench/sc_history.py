@@ -19,6 +19,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
+from activities.workspaces import workspace_for
 from bench import script
 from bench.drive import approve, new_ids, scalar
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
@@ -100,8 +101,9 @@ async def run(
     label = "history" if context_budget is None else "history_full_transcript"
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
     cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (settings.workspace_dir / script.READ_FILE).write_text(script.source_text())
+    files = workspace_for(settings.workspace_dir, cid)  # the conversation's own workspace
+    files.mkdir(parents=True, exist_ok=True)
+    (files / script.READ_FILE).write_text(script.source_text())
     limit = 500 if turns >= 50 else 150
     start = ConversationInput(
         conversation_id=cid,

@@ -15,7 +15,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
+from activities.workspaces import workspace_for
 from control import get_state
+from settings import Settings
 from workflows.models import ChatMessage, ConversationState
 
 T = TypeVar("T")
@@ -142,3 +144,19 @@ def full_transcript(db: Db, state: ConversationState) -> list[ChatMessage]:
     (the system prompt and the summary of what was compacted)."""
     old = [ChatMessage.model_validate_json(row["message_json"]) for row in archived(db, state.conversation_id)]
     return old + [m for m in state.messages if m.role != "system"]
+
+
+def workspace_of(where: Settings | Path, conversation_id: str) -> Path:
+    """The directory a conversation's tools work in (its own, below the worker's WORKSPACE_DIR)."""
+    return workspace_for(where.workspace_dir if isinstance(where, Settings) else where, conversation_id)
+
+
+def new_workspace(where: Settings | Path, conversation_id: str | None = None) -> tuple[str, Path]:
+    """An id for a conversation a test is about to start, and its workspace, made, so the test can
+    put files there first (start the conversation with this id)."""
+    from control import new_conversation_id
+
+    conversation_id = conversation_id or new_conversation_id()
+    path = workspace_of(where, conversation_id)
+    path.mkdir(parents=True, exist_ok=True)
+    return conversation_id, path

@@ -10,7 +10,7 @@ from control import send_decision, send_message, start_conversation
 from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
+from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 from workflows.models import SIGNAL_SET_AUTO_APPROVE, AutoApproveInput, DecisionInput
@@ -39,9 +39,9 @@ async def test_always_allow_covers_siblings_and_later_turns_but_not_denies(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     model.behaviour = shell_per_message
-    ws = settings.workspace_dir
     async with build_worker(client, settings):
         cid = histories.track(await start_conversation(client, settings, "both echo a > a.txt; echo b > b.txt"))
+        ws = workspace_of(settings, cid)
         first, _second = await wait_pending(settings.approvals_db, cid, 2)
         await send_decision(
             client, settings, DecisionInput(request_id=first["request_id"], decision="always_allow", decided_by="ann")
@@ -82,7 +82,7 @@ async def test_auto_approve_runs_asks_but_still_honours_deny(
         assert state.auto_approve is True
         await send_message(client, cid, "sudo rm -rf /tmp/anything")
         state = await wait_status(client, cid, "idle", tool_results=3)
-    assert (settings.workspace_dir / "auto.txt").read_text() == "auto\n"
-    assert not (settings.workspace_dir / "before.txt").exists()
+    assert (workspace_of(settings, cid) / "auto.txt").read_text() == "auto\n"
+    assert not (workspace_of(settings, cid) / "before.txt").exists()
     assert "deny rule" in tool_messages(state)[-1]
     assert approvals_of(settings, cid) == 1

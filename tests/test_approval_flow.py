@@ -7,7 +7,7 @@ from temporalio.client import Client
 from control import send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -23,7 +23,7 @@ async def test_allowed_write_runs_once_and_turn_ends_idle(
         [row] = await wait_pending(settings.approvals_db, cid, 1)
         assert row["tool_name"] == "write_file"
         assert row["request_id"] == f"perm_{cid}_call_1"
-        assert not (settings.workspace_dir / "notes.txt").exists()
+        assert not (workspace_of(settings, cid) / "notes.txt").exists()
         description = await client.get_workflow_handle(cid).describe()
         assert description.typed_search_attributes.get(TURN_STATUS_KEY) == "awaiting_approval"
 
@@ -32,7 +32,7 @@ async def test_allowed_write_runs_once_and_turn_ends_idle(
         )
         state = await wait_status(client, cid, "idle")
 
-    assert (settings.workspace_dir / "notes.txt").read_text() == "hello"
+    assert (workspace_of(settings, cid) / "notes.txt").read_text() == "hello"
     assert tool_messages(state) == ["Wrote 5 bytes to notes.txt"]
     assert state.messages[-1].content == "results: Wrote 5 bytes to notes.txt"
     assert len(model.requests) == 2
@@ -52,7 +52,7 @@ async def test_denied_write_never_runs_and_model_gets_reason(
         await send_decision(client, settings, decision)
         state = await wait_status(client, cid, "idle")
 
-    assert not (settings.workspace_dir / "secret.txt").exists()
+    assert not (workspace_of(settings, cid) / "secret.txt").exists()
     [result] = tool_messages(state)
     assert "denied" in result and "not in prod" in result
     last_request_tool_messages = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]

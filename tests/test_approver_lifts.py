@@ -12,7 +12,7 @@ from temporalio.client import Client
 from control import get_state, set_auto_approve, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, pending_rows, wait_pending, wait_status
+from tests.helpers import eventually, pending_rows, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import add_person, api_client
 from worker import build_worker
@@ -81,7 +81,7 @@ async def test_auto_approve_and_always_allow_do_not_get_round_the_approvers(
         assert state.auto_approve and "run_shell" in state.always_allow
         await client.get_workflow_handle(cid).terminate("done")
 
-    assert (settings.workspace_dir / "echo.txt").exists() and (settings.workspace_dir / "kube.txt").exists()
+    assert (workspace_of(settings, cid) / "echo.txt").exists() and (workspace_of(settings, cid) / "kube.txt").exists()
 
 
 async def _only_pending(settings: Settings, cid: str, request_id: str) -> list[dict] | None:

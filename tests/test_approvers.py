@@ -18,7 +18,7 @@ from control import get_state, start_conversation
 from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, execute, rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, execute, rows, wait_pending, wait_status, workspace_of
 from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -142,7 +142,7 @@ async def test_only_named_approvers_decide_at_every_door_and_in_the_workflow(
 
     assert [approval_row(settings.approvals_db, r)["decided_by"] for r in (c1, c2)] == ["sam", "sam"]
     assert [approval_row(settings.approvals_db, r)["decision"] for r in (c1, c2, c3)] == ["allow"] * 3
-    assert (settings.workspace_dir / "one.txt").exists() and (settings.workspace_dir / "two.txt").exists()
+    assert (workspace_of(settings, cid) / "one.txt").exists() and (workspace_of(settings, cid) / "two.txt").exists()
     ignored = [r.getMessage() for r in caplog.records if "decision ignored" in r.getMessage()]
     assert any("eve" in m and "may not decide" in m for m in ignored)
     assert any("no verified principal" in m for m in ignored)
@@ -205,9 +205,9 @@ async def test_a_two_person_rule_needs_two_distinct_approvers_and_one_deny_ends_
 
     ran = approval_row(settings.approvals_db, c1)
     assert (ran["decision"], ran["decided_by"], ran["execution_state"]) == ("allow", "sam, sid", "done")
-    assert (settings.workspace_dir / "twice.txt").read_text() == "ran\n", "it ran once, after the second approval"
+    assert (workspace_of(settings, cid) / "twice.txt").read_text() == "ran\n", "it ran once, after the second approval"
     assert approval_row(settings.approvals_db, c2)["decision"] == "deny"
-    assert not (settings.workspace_dir / "denied.txt").exists()
+    assert not (workspace_of(settings, cid) / "denied.txt").exists()
 
 
 @on_both_backends
@@ -237,7 +237,7 @@ async def test_a_lost_signal_is_redelivered_with_its_principal(
 
     resolved = approval_row(settings.approvals_db, row["request_id"])
     assert (resolved["decision"], resolved["decided_by"]) == ("allow", "sam")
-    assert (settings.workspace_dir / "lost.txt").exists()
+    assert (workspace_of(settings, cid) / "lost.txt").exists()
 
 
 NO_SELF_APPROVAL = """
@@ -280,4 +280,4 @@ async def test_whoever_started_the_conversation_may_not_approve_its_calls_when_a
         await wait_status(client, cid, "idle")
 
     assert approval_row(settings.approvals_db, row["request_id"])["decided_by"] == "sid"
-    assert (settings.workspace_dir / "mine.txt").exists()
+    assert (workspace_of(settings, cid) / "mine.txt").exists()

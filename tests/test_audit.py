@@ -12,7 +12,7 @@ from control import start_conversation
 from projection.audit import parse_since
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import wait_pending, wait_status
+from tests.helpers import new_workspace, wait_pending, wait_status, workspace_of
 from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -44,12 +44,13 @@ def test_since_takes_durations_and_iso_times() -> None:
 async def test_every_request_with_who_which_door_which_hash_and_the_outcome(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
-    (settings.workspace_dir / "adir").mkdir(parents=True)
+    planned, ws = new_workspace(settings)
+    (ws / "adir").mkdir()
     model.behaviour = calls_then_summary(
         ("c1", "write_file", OK), ("c2", "write_file", INTO_A_DIRECTORY), ("c3", "run_shell", SHELL)
     )
     async with build_worker(client, settings), api_client(settings, client) as http:
-        cid = histories.track(await start_conversation(client, settings, "three calls"))
+        cid = histories.track(await start_conversation(client, settings, "three calls", planned))
         ok, into_dir, shell = (f"perm_{cid}_{call}" for call in ("c1", "c2", "c3"))
         await wait_pending(settings.approvals_db, cid, 3)
         approved = await run_cli(settings, client, "approve", ok, "--as", "carol")
@@ -84,7 +85,7 @@ async def test_every_request_with_who_which_door_which_hash_and_the_outcome(
     assert rows[ok]["arguments"] == OK and rows[ok]["args_hash"] == arguments_hash(OK)
     assert rows[shell]["reason"] == "not today"
     assert all(row["created_at"] and row["resolved_at"] for row in rows.values())
-    assert (settings.workspace_dir / "ok.txt").read_text() == "fine"
+    assert (workspace_of(settings, cid) / "ok.txt").read_text() == "fine"
 
     assert table.returncode == 0 and all(rid in table.stdout for rid in rows)
     assert "carol" in table.stdout and "failed" in table.stdout and "not run" in table.stdout

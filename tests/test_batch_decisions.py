@@ -9,7 +9,7 @@ from temporalio.client import Client
 from control import start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
 from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -47,9 +47,9 @@ async def test_cli_approves_several_and_a_refused_one_does_not_stop_the_others(
     for request_id, name in ((a, "a"), (b, "b"), (c, "c")):
         row = approval_row(settings.approvals_db, request_id)
         assert (row["decision"], row["decided_by"], row["execution_state"]) == ("allow", "yan", "done")
-        assert (settings.workspace_dir / f"{name}.txt").read_text() == name
+        assert (workspace_of(settings, cid) / f"{name}.txt").read_text() == name
     assert approval_row(settings.approvals_db, d)["decision"] == "deny"
-    assert not (settings.workspace_dir / "d.txt").exists()
+    assert not (workspace_of(settings, cid) / "d.txt").exists()
     facts = rows(settings.approvals_db, "SELECT request_id, decided_via FROM ui_decision_facts ORDER BY request_id")
     assert facts == [
         {"request_id": a, "decided_via": "cli"},
@@ -96,5 +96,5 @@ async def test_api_batch_gives_each_call_its_own_result(
         "deny",
         "allow",
     )
-    assert not (settings.workspace_dir / "p.txt").exists()
-    assert (settings.workspace_dir / "q.txt").read_text() == "q"
+    assert not (workspace_of(settings, cid) / "p.txt").exists()
+    assert (workspace_of(settings, cid) / "q.txt").read_text() == "q"

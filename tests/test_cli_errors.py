@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import rows
+from tests.helpers import rows, workspace_of
 from tests.postgres import BACKENDS, database_for
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack, one_line, until
@@ -105,7 +105,7 @@ def test_second_decision_is_refused_before_and_after_the_workflow_records_the_fi
     state = stack.wait_status(conversation_id, "idle", timeout=90)
     decided = {row["request_id"]: row["decision"] for row in snapshot(stack)["approvals"]}
     assert decided == {first["request_id"]: "allow", second["request_id"]: winner}
-    workspace = stack.settings.workspace_dir
+    workspace = workspace_of(stack.settings, conversation_id)
     assert (workspace / "a.txt").read_text() == "one"
     assert (workspace / "b.txt").exists() == (winner == "allow")
     assert state["pending_approvals"] == []

@@ -7,7 +7,7 @@ from temporalio.client import Client
 from control import send_message, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending
+from tests.helpers import approval_row, rows, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import SIGNAL_CLOSE, CloseInput, ConversationState
@@ -33,7 +33,10 @@ async def test_close_cancels_pending_approvals_and_ends_the_workflow(
     results = [m.content or "" for m in final.messages if m.role == "tool"]
     assert len(results) == 3 and all(text.startswith("Not run") for text in results)
     assert "canceled" in results[0] and "closed" in results[2]
-    assert not (settings.workspace_dir / "one.txt").exists() and not (settings.workspace_dir / "two.txt").exists()
+    assert (
+        not (workspace_of(settings, cid) / "one.txt").exists()
+        and not (workspace_of(settings, cid) / "two.txt").exists()
+    )
     for row in pending:
         assert approval_row(settings.approvals_db, row["request_id"])["decision"] == "canceled"
     [conversation] = rows(settings.approvals_db, "SELECT * FROM ui_conversations WHERE conversation_id = ?", cid)

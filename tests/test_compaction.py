@@ -12,7 +12,16 @@ from control import send_decision, send_message, start_conversation
 from demo_model.server import approximate_tokens, text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, archived, full_transcript, rows, wait_pending, wait_status
+from tests.helpers import (
+    TURN_EVENTS,
+    archived,
+    full_transcript,
+    new_workspace,
+    rows,
+    wait_pending,
+    wait_status,
+    workspace_of,
+)
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -73,14 +82,14 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=BUDGET)
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    planned, ws = new_workspace(settings)
     for n in range(READS_PER_TURN):
         line = f"file {n}: " + "lorem ipsum dolor sit amet " * 3 + "\n"
-        (settings.workspace_dir / f"f{n}.txt").write_text((line * (FILE_BYTES // len(line) + 1))[:FILE_BYTES])
+        (ws / f"f{n}.txt").write_text((line * (FILE_BYTES // len(line) + 1))[:FILE_BYTES])
     model.behaviour = worker_model
     db = settings.approvals_db
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, TURNS[0]))
+        cid = histories.track(await start_conversation(client, settings, TURNS[0], planned))
         await wait_status(client, cid, "idle")
         await send_message(client, cid, TURNS[1])
         [row] = await wait_pending(db, cid, 1)
@@ -118,21 +127,21 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
     assert [m.content for m in transcript if m.role == "tool"][-2] == '{"goal": "ship it", "steps": [1, 2, 3]}'
     assert state.always_allow == ["write_file"]
     assert len(rows(db, "SELECT * FROM ui_pending_approvals WHERE conversation_id = ?", cid)) == 1
-    assert (settings.workspace_dir / "out.txt").read_text() == "write last to out.txt"
+    assert (workspace_of(settings, cid) / "out.txt").read_text() == "write last to out.txt"
 
 
 async def test_a_short_conversation_compacts_twice_and_keeps_its_latest_turn_whole(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=2_000)
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (settings.workspace_dir / "f0.txt").write_text("a short note\n" * 150)
+    planned, ws = new_workspace(settings)
+    (ws / "f0.txt").write_text("a short note\n" * 150)
     model.behaviour = lambda messages: (
         text_reply("noted") if last_role(messages) == "tool" else tool_reply(("r", "read_file", {"path": "f0.txt"}))
     )
     db = settings.approvals_db
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "note 1"))
+        cid = histories.track(await start_conversation(client, settings, "note 1", planned))
         await wait_status(client, cid, "idle")
         for n in range(2, 7):
             await send_message(client, cid, f"note {n}")

@@ -17,7 +17,7 @@ from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import held_first, projection_catches_up, wait_turn, worker_process
-from tests.helpers import TURN_EVENTS, archived, eventually, full_transcript, rows
+from tests.helpers import TURN_EVENTS, archived, eventually, full_transcript, new_workspace, rows
 from tests.scripts import ScriptedModel, last_role
 
 
@@ -46,8 +46,8 @@ async def test_worker_killed_while_the_summary_is_written(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=3000)
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (settings.workspace_dir / "big.txt").write_text("a line of a big file\n" * 800)
+    planned, ws = new_workspace(settings)
+    (ws / "big.txt").write_text("a line of a big file\n" * 800)
     db = settings.approvals_db
     gate = threading.Event()
     model.behaviour = read_big
@@ -55,7 +55,7 @@ async def test_worker_killed_while_the_summary_is_written(
     turns = ["read 1", "read 2", "read 3", "read 4"]
     try:
         with worker_process(settings, client, tmp_path / "worker-1.log") as first:
-            cid = histories.track(await start_conversation(client, settings, turns[0]))
+            cid = histories.track(await start_conversation(client, settings, turns[0], planned))
             sent = 1
             # Turns until one passes the budget: its summarise request is then in flight, held.
             while not await summarising_or_idle(client, cid, model):

@@ -13,6 +13,7 @@ from temporalio.client import Client
 
 from cli.watch import _Follower
 from tests.failure_support import address_of
+from tests.helpers import new_workspace
 from tests.stack import Stack, make_stack
 from tests.ui_fixtures import api_client
 
@@ -26,10 +27,10 @@ def stack(tmp_path: Path, client: Client) -> Iterator[Stack]:
 
 
 async def test_show_watch_and_the_ui_read_the_archive_and_the_summary(stack: Stack, client: Client) -> None:
-    stack.settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (stack.settings.workspace_dir / "big.txt").write_text("sixteen kilobytes of notes\n" * 600)
+    planned, ws = new_workspace(stack.settings)
+    (ws / "big.txt").write_text("sixteen kilobytes of notes\n" * 600)
     stack.start_worker()
-    cid = stack.cli_ok("start", "read big.txt").stdout.strip()
+    cid = stack.cli_ok("start", "--id", planned, "read big.txt").stdout.strip()
     stack.wait_status(cid, "idle")
     for _ in range(3):
         stack.cli_ok("send", cid, "read big.txt")

@@ -13,7 +13,7 @@ from control import send_message, start_conversation
 from demo_model.server import ScriptedHttpError, approximate_tokens, text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, full_transcript, rows, wait_status
+from tests.helpers import TURN_EVENTS, full_transcript, new_workspace, rows, wait_status
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
@@ -43,21 +43,23 @@ class SmallWindow:
         return tool_reply(*[(f"r{n}", "read_file", {"path": f"f{n}.txt"}) for n in range(3)])
 
 
-def write_files(settings: Settings) -> None:
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+def write_files(settings: Settings) -> str:
+    """The files of a conversation about to start; its id."""
+    planned, ws = new_workspace(settings)
     for n in range(3):
-        (settings.workspace_dir / f"f{n}.txt").write_text(f"file {n} " * 200)
+        (ws / f"f{n}.txt").write_text(f"file {n} " * 200)
+    return planned
 
 
 async def test_context_window_error_compacts_and_the_conversation_goes_on(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=BUDGET)
-    write_files(settings)
+    planned = write_files(settings)
     behaviour = model.behaviour = SmallWindow(WINDOW)
     db = settings.approvals_db
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "read batch 0"))
+        cid = histories.track(await start_conversation(client, settings, "read batch 0", planned))
         await wait_status(client, cid, "idle")
         for n in range(1, 4):
             await send_message(client, cid, f"read batch {n}")
@@ -81,11 +83,11 @@ async def test_a_window_too_small_even_after_compaction_fails_the_turn_with_the_
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=BUDGET)
-    write_files(settings)
+    planned = write_files(settings)
     behaviour = model.behaviour = SmallWindow(WINDOW)
     db = settings.approvals_db
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "read batch 0"))
+        cid = histories.track(await start_conversation(client, settings, "read batch 0", planned))
         await wait_status(client, cid, "idle")
         behaviour.window = 10  # the model now takes nothing at all
         await send_message(client, cid, "read batch 1")

@@ -20,7 +20,7 @@ from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import assert_projection_matches, assistant_count, holds, lines
-from tests.helpers import pending_rows, rows, tool_messages
+from tests.helpers import new_workspace, pending_rows, rows, tool_messages, workspace_of
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 from workflows.models import (
@@ -77,9 +77,8 @@ async def test_two_hundred_turns_across_many_runs_lose_nothing(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     model.behaviour = behave
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (settings.workspace_dir / "big.txt").write_text(BIG_TEXT)
     cid = histories.track("conv-long")
+    (new_workspace(settings, cid)[1] / "big.txt").write_text(BIG_TEXT)
     start = ConversationInput(
         conversation_id=cid,
         policy=DEFAULT_RULES,
@@ -140,7 +139,7 @@ async def test_two_hundred_turns_across_many_runs_lose_nothing(
     # Decisions: one ask for write_file (always allowed), then none; shell asks each time.
     assert sorted(decided.values()).count("always_allow") == 1
     assert len(decided) == 1 + len([n for n in range(1, TURNS + 1) if kind(n) == "shell"])
-    ws = settings.workspace_dir
+    ws = workspace_of(settings, cid)
     for n in range(1, TURNS + 1):
         if kind(n) == "write":
             assert (ws / f"w{n}.txt").read_text() == str(n)

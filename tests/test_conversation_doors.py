@@ -8,7 +8,7 @@ from temporalio.client import Client
 from control import get_state, send_message, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, pending_rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, pending_rows, wait_pending, wait_status, workspace_of
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.stack import one_line
@@ -45,7 +45,7 @@ async def test_cli_switches_auto_approve_and_closes(
 
     assert final.turn_status == "closed"
     assert approval_row(settings.approvals_db, row["request_id"])["decision"] == "canceled"
-    assert not (settings.workspace_dir / "auto.txt").exists()
+    assert not (workspace_of(settings, cid) / "auto.txt").exists()
     assert again.returncode == 3 and "closing" in one_line(again.stderr)
     assert unknown.returncode == 3 and "conv-nowhere" in one_line(unknown.stderr)
 
@@ -81,6 +81,6 @@ async def test_api_auto_approve_lets_the_next_ask_run_and_close_ends_the_convers
         again = await http.post(f"/api/conversations/{cid}/close")
         unknown = await http.post("/api/conversations/conv-nowhere/auto-approve", json={"enabled": False})
 
-    assert (settings.workspace_dir / "auto.txt").read_text() == "by auto-approve"
+    assert (workspace_of(settings, cid) / "auto.txt").read_text() == "by auto-approve"
     assert final.turn_status == "closed"
     assert again.status_code == 404 and unknown.status_code == 404

@@ -25,7 +25,7 @@ from tests.failure_support import (
     wait_turn,
     worker_process,
 )
-from tests.helpers import approval_row, eventually, tool_messages, wait_pending
+from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from workflows.models import Decision, DecisionInput
 
@@ -47,7 +47,7 @@ async def decide(client: Client, settings: Settings, request_id: str, decision: 
 async def test_worker_killed_at_every_step(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
-    ws, db = settings.workspace_dir, settings.approvals_db
+    db = settings.approvals_db
     gate = threading.Event()
     model.behaviour = by_marker(
         {
@@ -68,7 +68,7 @@ async def test_worker_killed_at_every_step(
             await decide(client, settings, c_row["request_id"], "allow")
             d_rows = sorted(await wait_pending(db, ids[D], 2), key=lambda r: r["request_id"])
             await decide(client, settings, d_rows[0]["request_id"], "allow")
-            await holds(lambda: lines(ws / "c.log") == ["x"])
+            await holds(lambda: lines(workspace_of(settings, ids[C]) / "c.log") == ["x"])
             await eventually(lambda: _d1_recorded(client, ids[D]))
             await projection_catches_up(client, db, ids[B])
 
@@ -93,15 +93,15 @@ async def test_worker_killed_at_every_step(
     for marker in (B, C, D):
         assert model.assistant_messages_requested_for(marker) == assistant_count(states[marker])
     # (b) the allowed tool ran once, the denied one never.
-    assert lines(ws / "b.log") == ["allowed"]
+    assert lines(workspace_of(settings, ids[B]) / "b.log") == ["allowed"]
     assert any("tester denied" in text for text in tool_messages(states[B]))
     # (c) the tool's effect happened once, it was not run again, and the model was told so.
-    assert lines(ws / "c.log") == ["x"]
+    assert lines(workspace_of(settings, ids[C]) / "c.log") == ["x"]
     [c_result] = tool_messages(states[C])
     assert c_result.startswith("Outcome unknown")
     assert approval_row(db, c_row["request_id"])["execution_state"] == "unknown"
     # (d) the sibling that finished before the kill was not run again.
-    assert lines(ws / "d.log") == ["d1", "d2"]
+    assert lines(workspace_of(settings, ids[D]) / "d.log") == ["d1", "d2"]
     assert [approval_row(db, r["request_id"])["execution_state"] for r in d_rows] == ["done", "done"]
 
 

@@ -13,7 +13,7 @@ from projection.claims import DecisionRefused
 from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, execute, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, execute, tool_messages, wait_pending, wait_status, workspace_of
 from tests.postgres import on_both_backends
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
@@ -79,7 +79,7 @@ async def test_update_refuses_unknown_foreign_and_second_decisions(
         assert refused.value.error_type == "ApprovalAlreadyResolved"
         await wait_status(client, other, "idle")
 
-    assert (settings.workspace_dir / "f.txt").read_text() == "x"
+    assert (workspace_of(settings, mine) / "f.txt").read_text() == "x"
     assert approval_row(settings.approvals_db, row["request_id"])["decided_by"] == "tester"
     assert approval_row(settings.approvals_db, other_row["request_id"])["decision"] == "deny"
 
@@ -102,7 +102,7 @@ async def test_a_claim_whose_sender_died_before_signalling_is_delivered_by_the_n
             await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")
 
-    assert not (settings.workspace_dir / "g.txt").exists(), "the first decision, not the second, was applied"
+    assert not (workspace_of(settings, cid) / "g.txt").exists(), "the first decision, not the second, was applied"
     assert "too late" in tool_messages(state)[0]
     resolved = approval_row(settings.approvals_db, row["request_id"])
     assert (resolved["decision"], resolved["decided_by"]) == ("deny", "gone")

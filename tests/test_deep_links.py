@@ -17,7 +17,7 @@ from control import start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending, wait_status
+from tests.helpers import approval_row, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import screenshot
 from tests.ui_fixtures import served_app
@@ -84,4 +84,4 @@ async def test_the_inbox_opens_straight_to_the_linked_card(
         finally:
             served.stop()
     assert approval_row(guarded.approvals_db, request_id)["decision"] == "allow"
-    assert (guarded.workspace_dir / "linked.txt").read_text() == "from a link"
+    assert (workspace_of(guarded, cid) / "linked.txt").read_text() == "from a link"

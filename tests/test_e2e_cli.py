@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import workspace_of
 from tests.postgres import on_both_backends
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack, until
@@ -36,7 +37,7 @@ def test_start_approve_and_the_approved_write_happens(stack: Stack) -> None:
 
     [row] = stack.wait_pending(conversation_id, 1)
     assert (row["tool_name"], row["arguments"]) == ("write_file", {"path": "notes.txt", "content": "hello"})
-    assert not (stack.settings.workspace_dir / "notes.txt").exists()
+    assert not (workspace_of(stack.settings, conversation_id) / "notes.txt").exists()
     table = stack.cli_ok("pending").stdout
     assert row["request_id"] in table and 'write_file {"content": "hello", "path": "notes.txt"}' in table
 
@@ -44,7 +45,7 @@ def test_start_approve_and_the_approved_write_happens(stack: Stack) -> None:
     assert "Approved" in approved.stdout
     state = stack.wait_status(conversation_id, "idle")
 
-    assert (stack.settings.workspace_dir / "notes.txt").read_text() == "hello"
+    assert (workspace_of(stack.settings, conversation_id) / "notes.txt").read_text() == "hello"
     answer = state["messages"][-1]["content"]
     assert "scripted demo model" in answer and "Wrote 5 bytes to notes.txt" in answer
     assert stack.pending(conversation_id) == []
@@ -62,7 +63,7 @@ def test_always_allow_frees_the_sibling_and_a_denial_reaches_the_model(stack: St
 
     stack.cli_ok("approve", first["request_id"], "--always")
     stack.wait_status(conversation_id, "idle")
-    workspace = stack.settings.workspace_dir
+    workspace = workspace_of(stack.settings, conversation_id)
     assert (workspace / "a.txt").read_text() == "one" and (workspace / "b.txt").read_text() == "two"
 
     stack.cli_ok("send", conversation_id, "run echo hi")
@@ -87,11 +88,11 @@ def test_decision_sent_while_no_worker_runs_completes_after_a_new_worker_starts(
     down = stack.cli_ok("show", conversation_id, "--timeout", "1")
     assert "worker" in down.stderr and "awaiting_approval" in down.stdout
     stack.cli_ok("approve", row["request_id"])  # a signal: Temporal keeps it with no worker up
-    assert not (stack.settings.workspace_dir / "kept.txt").exists()
+    assert not (workspace_of(stack.settings, conversation_id) / "kept.txt").exists()
 
     stack.start_worker()
     state = stack.wait_status(conversation_id, "idle", timeout=90)
-    assert (stack.settings.workspace_dir / "kept.txt").read_text() == "kept"
+    assert (workspace_of(stack.settings, conversation_id) / "kept.txt").read_text() == "kept"
     assistant_messages = [m for m in state["messages"] if m["role"] == "assistant"]
     assert len(assistant_messages) == 2
     assert until(lambda: stack.model.request_count() == 2) and stack.model.request_count() == len(assistant_messages)

@@ -16,7 +16,7 @@ from control import get_state, start_conversation
 from projection.store import ProjectionStore
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, rows, tool_messages, wait_pending, wait_status, workspace_of
 from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -63,8 +63,8 @@ async def test_an_edit_runs_the_edited_call_only_and_the_model_is_told(
         [card] = (await http.get("/api/approvals", params={"status": "resolved", "conversation_id": cid})).json()
         [audited] = [r for r in (await http.get("/api/audit")).json() if r["request_id"] == rid]
 
-    assert (settings.workspace_dir / "safe/notes.txt").read_text() == "hello"
-    assert not (settings.workspace_dir / "notes.txt").exists()
+    assert (workspace_of(settings, cid) / "safe/notes.txt").read_text() == "hello"
+    assert not (workspace_of(settings, cid) / "notes.txt").exists()
     [told] = tool_messages(state)
     assert 'path: "notes.txt" → "safe/notes.txt"' in told and "changed the arguments" in told
     assert "Reason: keep it safe" in told
@@ -141,9 +141,9 @@ async def test_the_workflow_refuses_edits_the_rules_or_the_schema_do_not_allow(
         await wait_status(client, cid, "idle")
         state = await get_state(client, cid)
 
-    assert sorted(p.relative_to(settings.workspace_dir).as_posix() for p in settings.workspace_dir.rglob("*.*")) == [
-        "deploy/app.yaml"
-    ]
+    assert sorted(
+        p.relative_to(workspace_of(settings, cid)).as_posix() for p in workspace_of(settings, cid).rglob("*.*")
+    ) == ["deploy/app.yaml"]
     assert "deploy/app.yaml" in tool_messages(state)[0]
     [audited] = [r for r in await audit_rows(settings) if r["request_id"] == rid]
     assert (audited["decided_by"], audited["decided_groups"], audited["decision"]) == ("sam", ["sre"], "edit")
@@ -180,8 +180,8 @@ async def test_the_cli_edits_with_set_and_a_refused_edit_changes_nothing(
         assert second.returncode == 3 and "already resolved" in one_line(second.stderr)
         await wait_status(client, cid, "idle")
 
-    assert (settings.workspace_dir / "elsewhere.txt").read_text() == "hello"
-    assert not (settings.workspace_dir / "notes.txt").exists()
+    assert (workspace_of(settings, cid) / "elsewhere.txt").read_text() == "hello"
+    assert not (workspace_of(settings, cid) / "notes.txt").exists()
     decided = approval_row(settings.approvals_db, rid)
     assert (decided["decision"], decided["decided_by"]) == ("edit", "bob")
 
@@ -227,4 +227,4 @@ async def test_an_edit_with_no_worker_is_refused_as_unchecked_and_sends_nothing(
         assert done.returncode == 0, done.stderr
         state = await wait_status(client, cid, "idle")
     assert state.resolutions == {rid: "allow"}
-    assert (settings.workspace_dir / "notes.txt").exists() and not (settings.workspace_dir / "safe").exists()
+    assert (workspace_of(settings, cid) / "notes.txt").exists() and not (workspace_of(settings, cid) / "safe").exists()

@@ -7,7 +7,7 @@ from temporalio.client import Client
 from control import send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status
+from tests.helpers import tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -25,7 +25,7 @@ async def test_no_cache_replays_every_task_without_asking_the_model_again(
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")
     assert tool_messages(state) == ["Wrote 8 bytes to kept.txt", "survived"], "calls ran in the model's order"
-    assert (settings.workspace_dir / "kept.txt").read_text() == "survived"
+    assert (workspace_of(settings, cid) / "kept.txt").read_text() == "survived"
     assert len(model.requests) == 2
 
 
@@ -38,9 +38,9 @@ async def test_decision_sent_with_no_worker_resumes_on_a_new_worker(
         [row] = await wait_pending(settings.approvals_db, cid, 1)
     # No worker runs now: the signal is kept by the server alone.
     await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
-    assert not (settings.workspace_dir / "kept.txt").exists()
+    assert not (workspace_of(settings, cid) / "kept.txt").exists()
     async with build_worker(client, settings):
         state = await wait_status(client, cid, "idle")
-    assert (settings.workspace_dir / "kept.txt").read_text() == "survived"
+    assert (workspace_of(settings, cid) / "kept.txt").read_text() == "survived"
     assert tool_messages(state) == ["Wrote 8 bytes to kept.txt"]
     assert len(model.requests) == 2

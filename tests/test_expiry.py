@@ -11,7 +11,7 @@ from temporalio.worker import Replayer
 
 from control import start_conversation
 from settings import Settings
-from tests.helpers import approval_row, eventually, tool_messages, wait_pending
+from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.conversation import ConversationWorkflow
@@ -47,7 +47,7 @@ async def test_unanswered_request_expires_as_denial_and_the_model_is_told(
 
     expired = approval_row(settings.approvals_db, row["request_id"])
     assert (expired["decision"], expired["decided_by"]) == ("expired", "timeout")
-    assert not (settings.workspace_dir / "ran.txt").exists()
+    assert not (workspace_of(settings, cid) / "ran.txt").exists()
     [result] = tool_messages(state)
     assert "expired" in result and "counts as a denial" in result
     assert "expired" in str(model.requests[-1]["messages"][-1]["content"])

@@ -28,7 +28,7 @@ from settings import Settings
 from tests.broken_workflows import DriftedConversation, RaisingConversation
 from tests.conftest import HistoryRecorder
 from tests.failure_support import address_of, wait_turn
-from tests.helpers import eventually, pending_rows, rows, tool_messages, wait_pending
+from tests.helpers import eventually, pending_rows, rows, tool_messages, wait_pending, workspace_of
 from tests.processes import REPO_ROOT, process_env
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import api_client
@@ -125,7 +125,7 @@ async def test_a_task_failing_for_good_shows_failed_with_its_reason_then_heals(
             return found[0]["turn_status"] == "idle"
 
         await eventually(healed, timeout=30)
-    assert (settings.workspace_dir / "a.txt").read_text() == "ok"
+    assert (workspace_of(settings, cid) / "a.txt").read_text() == "ok"
     assert len(failed_events(settings, cid)) == 1
 
 

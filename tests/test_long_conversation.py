@@ -17,7 +17,7 @@ from payload_store.history import payload_sizes, references
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import assistant_count, holds
-from tests.helpers import rows
+from tests.helpers import new_workspace, rows
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
@@ -31,12 +31,12 @@ async def test_thirty_turns_of_twenty_16kb_reads(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=10**9)
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (settings.workspace_dir / "notes.txt").write_text(FILE)
+    planned, ws = new_workspace(settings)
+    (ws / "notes.txt").write_text(FILE)
     model.behaviour = calls_then_summary(*[(f"call_{i}", "read_file", {"path": "notes.txt"}) for i in range(READS)])
     marker = "read notes.txt twenty times, every turn"
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, marker))
+        cid = histories.track(await start_conversation(client, settings, marker, planned))
         for turn in range(1, TURNS + 1):
             if turn > 1:
                 await send_message(client, cid, f"again, turn {turn}")

@@ -17,7 +17,7 @@ from control import get_state, send_message, start_conversation
 from demo_model.server import text_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, tool_messages, wait_pending, wait_status
+from tests.helpers import eventually, tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import (
@@ -86,7 +86,7 @@ async def test_bad_signals_and_updates_leave_the_workflow_working(
         assert [a.request_id for a in state.pending_approvals] == [rid]
         assert (state.turn_status, state.auto_approve) == ("awaiting_approval", False)
         assert [m.content for m in state.messages if m.role == "user"] == ["write a.txt"]
-        assert not (settings.workspace_dir / "a.txt").exists()
+        assert not (workspace_of(settings, cid) / "a.txt").exists()
 
         result = await handle.execute_update(
             UPDATE_DECIDE, {"request_id": rid, "decision": "allow"}, result_type=DecisionResult
@@ -110,7 +110,7 @@ async def test_bad_signals_and_updates_leave_the_workflow_working(
         state = await get_state(client, cid)
         assert [m.content for m in state.messages if m.role == "user"] == ["write a.txt", "still there?"]
 
-    assert (settings.workspace_dir / "a.txt").read_text() == "ok"
+    assert (workspace_of(settings, cid) / "a.txt").read_text() == "ok"
     description = await handle.describe()
     assert description.status == WorkflowExecutionStatus.RUNNING
     history = await handle.fetch_history()

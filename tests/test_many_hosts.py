@@ -164,7 +164,7 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
 
         states = await eventually(all_idle, timeout=900, interval=1.0)
         phases.append(("every turn idle", time.monotonic()))
-        marks = {host: _lines(workspaces[host] / "marks.txt") for host in HOSTS}
+        marks = {host: _host_lines(workspaces[host], "marks.txt") for host in HOSTS}
         used: set[str | None] = set()
         unknown: list[str] = []
         for marker, cid in ids.items():
@@ -213,6 +213,11 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
 
 def _lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
+
+
+def _host_lines(root: Path, name: str) -> list[str]:
+    """The lines of `name` in every conversation's workspace on one host."""
+    return [line for path in sorted(root.rglob(name)) for line in _lines(path)]
 
 
 async def _pinned_host(client: Client, conversation_id: str, settings: Settings) -> str | None:

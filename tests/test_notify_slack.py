@@ -17,7 +17,7 @@ from temporalio.client import Client
 from control import start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status, workspace_of
 from tests.notify_support import SLACK_SIGNING_SECRET, Receiver, slack_form, slack_headers, write_policy
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import add_person, api_client
@@ -92,7 +92,7 @@ async def test_slack_message_and_buttons_decide_through_the_same_door(
 
     decided = approval_row(settings.approvals_db, request_id)
     assert (decided["decision"], decided["decided_by"]) == ("allow", "alice")
-    assert (settings.workspace_dir / "s.txt").read_text().strip() == "from slack"
+    assert (workspace_of(settings, cid) / "s.txt").read_text().strip() == "from slack"
     [replaced] = [u.json() for u in updates if u.json().get("replace_original")]
     assert replaced["text"].startswith("Allowed by alice in Slack") and request_id in replaced["text"]
     refusals = [u.json()["text"] for u in updates if u.json().get("response_type") == "ephemeral"]

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from control import start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, wait_pending, wait_status, workspace_of
 from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook, write_policy
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import add_person, api_client
@@ -81,7 +81,7 @@ async def test_each_request_gets_exactly_one_signed_webhook_the_receiver_verifie
         assert body["approvers"] == ["alice"]
         assert body["url"].endswith(f"/approvals/{request_id}")
     assert by_request[f"perm_{cid}_c1"].json()["arguments"] == {"command": "echo one > one.txt"}
-    assert (settings.workspace_dir / "one.txt").read_text().strip() == "one"
+    assert (workspace_of(settings, cid) / "one.txt").read_text().strip() == "one"
 
 
 async def test_a_receiver_that_is_down_holds_nothing_back_and_gets_the_webhook_once_it_is_up(
@@ -102,7 +102,7 @@ async def test_a_receiver_that_is_down_holds_nothing_back_and_gets_the_webhook_o
             )
             assert sent.status_code == 200, sent.text
             await wait_status(client, cid, "idle")
-            assert (settings.workspace_dir / "ran.txt").exists()
+            assert (workspace_of(settings, cid) / "ran.txt").exists()
             assert receiver.deliveries == []  # the turn ended while the receiver was still down
 
             receiver.start()

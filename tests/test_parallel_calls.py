@@ -7,7 +7,7 @@ from temporalio.client import Client
 from control import send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, new_workspace, tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -30,15 +30,15 @@ async def executed_tools(client: Client, conversation_id: str) -> list[str]:
 async def test_three_calls_one_allowed_by_rule_two_asked(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
-    settings.workspace_dir.mkdir(parents=True)
-    (settings.workspace_dir / "notes.txt").write_text("original notes")
+    planned, ws = new_workspace(settings)
+    (ws / "notes.txt").write_text("original notes")
     model.behaviour = calls_then_summary(
         ("call_read", "read_file", {"path": "notes.txt"}),
         ("call_write", "write_file", {"path": "out.txt", "content": "written"}),
         ("call_shell", "run_shell", {"command": "echo ran > shell.txt"}),
     )
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "do three things"))
+        cid = histories.track(await start_conversation(client, settings, "do three things", planned))
         pending = await wait_pending(settings.approvals_db, cid, 2)
         assert {row["tool_name"] for row in pending} == {"write_file", "run_shell"}
         waiting = await wait_status(client, cid, "awaiting_approval")
@@ -57,8 +57,8 @@ async def test_three_calls_one_allowed_by_rule_two_asked(
     assert results["call_read"] == "original notes"
     assert results["call_write"] == "Wrote 7 bytes to out.txt"
     assert results["call_shell"] is not None and "no shell" in results["call_shell"]
-    assert (settings.workspace_dir / "out.txt").read_text() == "written"
-    assert not (settings.workspace_dir / "shell.txt").exists()
+    assert (workspace_of(settings, cid) / "out.txt").read_text() == "written"
+    assert not (workspace_of(settings, cid) / "shell.txt").exists()
     assert len(executed) == 2 and sum("read_file" in item for item in executed) == 1, executed
     assert approval_row(settings.approvals_db, by_tool["run_shell"])["decision"] == "deny"
     assert len(model.requests) == 2

@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from control import get_state, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures
+from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import (
@@ -66,7 +66,7 @@ async def test_wrong_arities_change_nothing_and_approve_still_completes(
         state = await wait_status(client, cid, "idle")
         assert tool_messages(state) == ["Wrote 2 bytes to a.txt"]
         assert [m.content for m in state.messages if m.role == "user"] == ["write a.txt"]
-    assert (settings.workspace_dir / "a.txt").read_text() == "ok"
+    assert (workspace_of(settings, cid) / "a.txt").read_text() == "ok"
     assert await workflow_task_failures(handle) == []
 
 

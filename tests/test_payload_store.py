@@ -21,7 +21,7 @@ from control import send_decision, start_conversation
 from demo_model.server import text_reply
 from payload_store import LocalFileDriver, PayloadStoreError, data_converter, external_storage
 from settings import ConfigError, Settings
-from tests.helpers import tool_messages, wait_pending, wait_status
+from tests.helpers import tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import ERROR_INVALID_DECISION, UPDATE_DECIDE, ChatMessage, DecisionInput
@@ -196,5 +196,5 @@ async def test_an_update_over_2mb_from_the_projects_client_is_refused_and_the_co
         assert refused.value.cause.type == ERROR_INVALID_DECISION
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")
-    assert (settings.workspace_dir / "a.txt").read_text() == "ok"
+    assert (workspace_of(settings, cid) / "a.txt").read_text() == "ok"
     assert tool_messages(state) == ["Wrote 2 bytes to a.txt"]

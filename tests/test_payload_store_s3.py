@@ -20,7 +20,7 @@ from payload_store.history import payload_sizes, references
 from payload_store.s3 import close_s3_clients
 from settings import Settings
 from tests.failure_support import assistant_count, holds, lines, replay_recorded, wait_turn, worker_process
-from tests.helpers import rows, tool_messages, wait_status
+from tests.helpers import new_workspace, rows, tool_messages, wait_status, workspace_of
 from tests.s3_support import CREDENTIALS, S3Server
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
@@ -42,8 +42,6 @@ async def s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[S3Server]:
 
 def s3_settings(settings: Settings, s3: S3Server, tmp_path: Path, **changes: object) -> Settings:
     bucket = s3.create_bucket(f"payloads-{uuid.uuid4().hex[:8]}")
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
-    (settings.workspace_dir / "big.txt").write_text(BIG)
     return dataclasses.replace(
         settings,
         payload_store=f"s3://{bucket}/approvals",
@@ -71,7 +69,9 @@ async def test_large_payloads_go_to_the_bucket_and_replay_from_it(
     reads = [(f"call_{i}", "read_file", {"path": "big.txt"}) for i in range(3)]
     model.behaviour = calls_then_summary(*reads)
     async with build_worker(client, settings):
-        cid = await start_conversation(client, settings, "read it three times")
+        planned, ws = new_workspace(settings)
+        (ws / "big.txt").write_text(BIG)
+        cid = await start_conversation(client, settings, "read it three times", planned)
         state = await wait_status(client, cid, "idle")
     assert tool_messages(state) == [BIG] * 3  # read back from S3 through the query
     history = await client.get_workflow_handle(cid).fetch_history()
@@ -119,13 +119,15 @@ async def test_worker_killed_during_a_stored_payload_write_completes_the_turn_on
     )
     s3.hold(held_write)
     with worker_process(settings, client, tmp_path / "worker-1.log") as first:
-        cid = await start_conversation(client, settings, marker)
+        planned, ws = new_workspace(settings)
+        (ws / "big.txt").write_text(BIG)
+        cid = await start_conversation(client, settings, marker, planned)
         await holds(s3.held.is_set, timeout=60)
         first.kill()
     s3.release()
     with worker_process(settings, client, tmp_path / "worker-2.log"):
         state = await wait_turn(client, cid, "idle", timeout=120)
-    assert lines(settings.workspace_dir / "ran.log") == ["ran"]
+    assert lines(workspace_of(settings, cid) / "ran.log") == ["ran"]
     assert model.assistant_messages_requested_for(marker) == assistant_count(state) == 2
     assert [m.tool_call_id for m in state.messages if m.role == "tool"] == ["call_1", "call_2"]
     assert tool_messages(state)[0] == BIG

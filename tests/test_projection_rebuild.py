@@ -14,7 +14,7 @@ from projection.rebuild import rebuild_projection
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import by_marker, projection_catches_up
-from tests.helpers import approval_row, pending_rows, rows, wait_pending, wait_status
+from tests.helpers import approval_row, pending_rows, rows, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.models import (
@@ -108,8 +108,8 @@ async def test_rebuild_restores_lost_and_stale_projection(
         for row in pending_rows(db, ids[TWO]):
             await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         await wait_status(client, ids[TWO], "idle")
-        assert (settings.workspace_dir / "a.txt").read_text() == "a"
-        assert (settings.workspace_dir / "b.log").read_text() == "b\n"
+        assert (workspace_of(settings, ids[TWO]) / "a.txt").read_text() == "a"
+        assert (workspace_of(settings, ids[TWO]) / "b.log").read_text() == "b\n"
         await send_message(client, ids[ONE], "once more")
         await wait_pending(db, ids[ONE], 1)
 

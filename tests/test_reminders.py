@@ -19,7 +19,7 @@ import control
 from control import start_conversation
 from settings import Settings
 from tests.conftest import save_and_replay
-from tests.helpers import approval_row, eventually, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, wait_pending, wait_status, workspace_of
 from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook, write_policy
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -185,7 +185,7 @@ async def test_an_extension_moves_the_expiry_and_re_arms_the_warning(
     assert (expired["decision"], expired["decided_by"]) == ("expired", "timeout")
     assert '"by": "alice"' in expired["details_json"] and "on holiday" in expired["details_json"]
     assert answer.json()["expires_at"] > row["expires_at"]
-    assert not (settings.workspace_dir / "late.txt").exists()
+    assert not (workspace_of(settings, cid) / "late.txt").exists()
     await save_and_replay(client, history, "release3_extension_then_expired")
 
 

@@ -20,7 +20,7 @@ from activities.sandbox import SandboxPolicy, SandboxUnavailable, sandboxed_laun
 from control import send_decision, start_conversation
 from settings import ConfigError, Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, tool_messages, wait_pending, wait_status, workspace_of
 from tests.processes import REPO_ROOT
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
@@ -216,5 +216,5 @@ async def test_an_approved_command_fails_closed_when_no_sandbox_starts(
     [result] = tool_messages(state)
     assert result.startswith("Error: not run: the sandbox could not start (bwrap: creating new namespace failed")
     assert "results: Error: not run" in (state.messages[-1].content or ""), "the model is told"
-    assert not (settings.workspace_dir / "ran.txt").exists()
+    assert not (workspace_of(settings, cid) / "ran.txt").exists()
     assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "failed"

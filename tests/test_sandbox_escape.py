@@ -20,7 +20,15 @@ from temporalio.client import Client
 from control import send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder, binary
-from tests.helpers import approval_row, pending_rows, tool_messages, wait_pending, wait_status
+from tests.helpers import (
+    approval_row,
+    new_workspace,
+    pending_rows,
+    tool_messages,
+    wait_pending,
+    wait_status,
+    workspace_of,
+)
 from tests.processes import REPO_ROOT
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
 from tests.stack import make_stack
@@ -92,8 +100,8 @@ async def test_an_approved_command_cannot_approve_another_request(
 ) -> None:
     temporal = client.service_client.config.target_host
     settings = replace(settings, tool_sandbox=sandbox)
-    settings.workspace_dir.mkdir(parents=True)
-    shutil.copy(binary("temporal"), settings.workspace_dir / "temporal")
+    attacker_id, attacker_files = new_workspace(settings)
+    shutil.copy(binary("temporal"), attacker_files / "temporal")
     ui = served_app(settings, temporal)
     build, failure = ATTACKS[attack]
     target: list[str] = []
@@ -103,14 +111,14 @@ async def test_an_approved_command_cannot_approve_another_request(
             victim = histories.track(await start_conversation(client, settings, VICTIM))
             [pending] = await wait_pending(settings.approvals_db, victim, 1)
             target.append(pending["request_id"])
-            attacker = histories.track(await start_conversation(client, settings, f"attack via {attack}"))
+            attacker = histories.track(await start_conversation(client, settings, f"attack via {attack}", attacker_id))
             [shell] = await wait_pending(settings.approvals_db, attacker, 1)
             await send_decision(client, settings, DecisionInput(request_id=shell["request_id"], decision="allow"))
             state = await wait_status(client, attacker, "idle", timeout=60)
             [output] = tool_messages(state)
             if sandbox == "off":  # the attack is real: unsandboxed, it approves the victim's write
                 await wait_status(client, victim, "idle", timeout=60)
-                assert (settings.workspace_dir / "notes.txt").read_text() == "hello", output
+                assert (workspace_of(settings, victim) / "notes.txt").read_text() == "hello", output
                 return
             victim_state = await wait_status(client, victim, "awaiting_approval")
     finally:
@@ -120,7 +128,7 @@ async def test_an_approved_command_cannot_approve_another_request(
     assert [r["request_id"] for r in pending_rows(settings.approvals_db, victim)] == target
     assert approval_row(settings.approvals_db, target[0])["decision"] is None
     assert [r.request_id for r in victim_state.pending_approvals] == target
-    assert not (settings.workspace_dir / "notes.txt").exists()
+    assert not (workspace_of(settings, victim) / "notes.txt").exists()
 
 
 def test_a_worker_process_keeps_its_secrets_from_an_approved_command(client: Client, tmp_path: Path) -> None:

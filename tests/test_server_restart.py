@@ -16,7 +16,7 @@ from tests.failure_support import (
     wait_turn,
     worker_process,
 )
-from tests.helpers import tool_messages, wait_pending
+from tests.helpers import tool_messages, wait_pending, workspace_of
 from tests.processes import DevServer
 from tests.scripts import ScriptedModel, calls_then_summary
 from workflows.models import DecisionInput
@@ -72,8 +72,8 @@ async def test_pending_approvals_survive_a_server_kill(
             for m in (X, Y):
                 await projection_catches_up(client, db, ids[m])
 
-        assert lines(settings.workspace_dir / "x.log") == ["x1"]
-        assert (settings.workspace_dir / "y.txt").read_text() == "y"
+        assert lines(workspace_of(settings, ids[X]) / "x.log") == ["x1"]
+        assert (workspace_of(settings, ids[Y]) / "y.txt").read_text() == "y"
         assert any("denied" in text for text in tool_messages(states[X]))
         for m in (X, Y):
             assert model.assistant_messages_requested_for(m) == assistant_count(states[m])

@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from control import get_state, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
 from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, calls_then_summary
@@ -75,7 +75,7 @@ async def test_update_validator_refuses_a_stale_hash_and_a_stale_signal_changes_
         assert result.resolution == "allow"
         state = await wait_status(client, cid, "idle")
 
-    assert (settings.workspace_dir / "bound.txt").read_text() == "exactly this"
+    assert (workspace_of(settings, cid) / "bound.txt").read_text() == "exactly this"
     assert state.resolutions == {request_id: "allow"}
     assert any("decision ignored" in r.getMessage() and "stale" in r.getMessage() for r in caplog.records)
     assert facts(settings, request_id) == {
@@ -109,7 +109,7 @@ async def test_api_refuses_a_stale_hash_with_409_and_accepts_the_shown_one(
         await wait_status(client, cid, "idle")
         [decided] = (await http.get("/api/approvals", params={"status": "resolved", "conversation_id": cid})).json()
 
-    assert not (settings.workspace_dir / "bound.txt").exists()
+    assert not (workspace_of(settings, cid) / "bound.txt").exists()
     assert (decided["decision"], decided["decided_by"], decided["decided_via"]) == ("deny", "alice", "ui")
     assert decided["decided_args_hash"] == arguments_hash(ARGS)
     assert decided["outcome"] == "not run"
@@ -136,7 +136,7 @@ async def test_cli_refuses_a_stale_hash_with_exit_3_and_binds_to_what_it_read(
         await wait_status(client, cid, "idle")
         state = await get_state(client, cid)
 
-    assert (settings.workspace_dir / "bound.txt").read_text() == "exactly this"
+    assert (workspace_of(settings, cid) / "bound.txt").read_text() == "exactly this"
     assert state.resolutions == {row["request_id"]: "allow"}
     assert facts(settings, row["request_id"])["decided_via"] == "cli"
     assert facts(settings, row["request_id"])["decided_args_hash"] == arguments_hash(ARGS)

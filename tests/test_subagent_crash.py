@@ -15,7 +15,7 @@ from control import send_decision, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import by_marker, holds, lines, projection_catches_up, wait_turn, worker_process
-from tests.helpers import approval_row, tool_messages, wait_pending
+from tests.helpers import approval_row, tool_messages, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, delegation
 from workflows.delegation import child_conversation_id
 from workflows.models import DecisionInput
@@ -27,7 +27,7 @@ WAITS_TASK, RUNS_TASK = "write waits.txt", "append to runs.log"
 async def test_worker_killed_while_children_wait_and_run(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
-    ws, db = settings.workspace_dir, settings.approvals_db
+    db = settings.approvals_db
     waits = delegation(WAITS_TASK, ("w1", "write_file", {"path": "waits.txt", "content": "once"}))
     runs = delegation(RUNS_TASK, ("s1", "run_shell", {"command": "echo x >> runs.log; sleep 30"}))
     model.behaviour = by_marker({WAITS: waits, WAITS_TASK: waits, RUNS: runs, RUNS_TASK: runs})
@@ -38,7 +38,7 @@ async def test_worker_killed_while_children_wait_and_run(
         [waiting] = await wait_pending(db, children[WAITS], 1)
         [running] = await wait_pending(db, children[RUNS], 1)
         await send_decision(client, settings, DecisionInput(request_id=running["request_id"], decision="allow"))
-        await holds(lambda: lines(ws / "runs.log") == ["x"])
+        await holds(lambda: lines(workspace_of(settings, parents[RUNS]) / "runs.log") == ["x"])
         await projection_catches_up(client, db, children[WAITS])
         first.kill()
 
@@ -48,10 +48,10 @@ async def test_worker_killed_while_children_wait_and_run(
     with worker_process(settings, client, tmp_path / "worker-2.log"):
         states = {m: await wait_turn(client, parents[m], "idle") for m in (WAITS, RUNS)}
 
-    assert (ws / "waits.txt").read_text() == "once"
+    assert (workspace_of(settings, parents[WAITS]) / "waits.txt").read_text() == "once"
     assert approval_row(db, waiting["request_id"])["execution_state"] == "done"
     assert tool_messages(states[WAITS]) == ["results: Wrote 4 bytes to waits.txt"]
-    assert lines(ws / "runs.log") == ["x"], "the killed tool is not run again"
+    assert lines(workspace_of(settings, parents[RUNS]) / "runs.log") == ["x"], "the killed tool is not run again"
     [runs_answer] = tool_messages(states[RUNS])
     assert "Outcome unknown" in runs_answer, "the child was told, and its answer reached the parent"
     # Two assistant messages in each parent and each child, each asked for once.

@@ -16,7 +16,7 @@ from projection.claims import DecisionRefused
 from settings import Settings
 from tests.conftest import HistoryRecorder
 from tests.failure_support import replay_recorded
-from tests.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary, delegation, first_user_text
 from worker import build_worker
 from workflows.delegation import child_conversation_id
@@ -42,12 +42,12 @@ async def test_approved_child_write_runs_once_and_the_parent_reads_the_answer(
         assert row["tool_name"] == "write_file" and row["request_id"] == f"perm_{child}_w1"
         [link] = rows(settings.approvals_db, "SELECT parent_id FROM ui_conversations WHERE conversation_id = ?", child)
         assert link["parent_id"] == cid
-        assert not (settings.workspace_dir / "report.txt").exists()
+        assert not (workspace_of(settings, cid) / "report.txt").exists()
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")
         child_final = await client.get_workflow_handle(child, result_type=ConversationState).result()
 
-    assert (settings.workspace_dir / "report.txt").read_text() == "all good"
+    assert (workspace_of(settings, cid) / "report.txt").read_text() == "all good"
     answer = "results: Wrote 8 bytes to report.txt"
     assert child_final.messages[-1].content == answer
     assert tool_messages(state) == [answer], "the child's answer is the parent's tool result"
@@ -69,7 +69,7 @@ async def test_denied_child_write_never_runs_and_the_parent_reads_the_reason(
         await send_decision(client, settings, decision)
         state = await wait_status(client, cid, "idle")
 
-    assert not (settings.workspace_dir / "report.txt").exists()
+    assert not (workspace_of(settings, cid) / "report.txt").exists()
     [result] = tool_messages(state)
     assert "denied" in result and "reports are read-only" in result
     assert approval_row(settings.approvals_db, row["request_id"])["decision"] == "deny"
@@ -99,8 +99,8 @@ async def test_a_child_cannot_run_what_the_parent_denies_even_when_its_own_rules
         await wait_status(client, cid, "idle")
         child_final = await client.get_workflow_handle(child, result_type=ConversationState).result()
 
-    assert not (settings.workspace_dir / "shell.txt").exists()
-    assert (settings.workspace_dir / "report.txt").read_text() == "ok"
+    assert not (workspace_of(settings, cid) / "shell.txt").exists()
+    assert (workspace_of(settings, cid) / "report.txt").read_text() == "ok"
     answer = child_final.messages[-1].content or ""
     assert "a deny rule of the policy forbids this run_shell call" in answer
     assert child_final.auto_approve is False, "auto-approve holds only when the parent has it too"
@@ -118,7 +118,6 @@ async def test_depth_and_fan_out_limits_refuse_with_a_clear_result(
     child = calls_then_summary(("l1", "list_dir", {"path": "."}))
     parent = calls_then_summary(("d1", "delegate", {"task": "first"}), ("d2", "delegate", {"task": "second"}))
     model.behaviour = lambda messages: (child if first_user_text(messages) == "first" else parent)(messages)
-    (settings.workspace_dir).mkdir(parents=True, exist_ok=True)
     async with build_worker(client, settings):
         cid = histories.track(await start_conversation(client, settings, "two subtasks"))
         histories.track(child_conversation_id(cid, "d1"))
@@ -150,7 +149,7 @@ async def test_closing_the_parent_cancels_the_waiting_child_and_nothing_runs(
     assert (final.turn_status, child_final.turn_status) == ("closed", "closed")
     assert "closed first" in tool_messages(final)[0]
     assert approval_row(settings.approvals_db, row["request_id"])["decision"] == "canceled"
-    assert not (settings.workspace_dir / "report.txt").exists()
+    assert not (workspace_of(settings, cid) / "report.txt").exists()
     assert refused, "a decision after the cancel changes nothing"
     [conversation] = rows(settings.approvals_db, "SELECT * FROM ui_conversations WHERE conversation_id = ?", child)
     assert (conversation["turn_status"], conversation["pending_count"]) == ("closed", 0)
@@ -179,7 +178,7 @@ async def test_a_terminated_parent_cancels_its_waiting_child(
         await eventually(lambda: _resolved_as(settings, row["request_id"], "canceled"))
 
     assert isinstance(ended.value.cause, CancelledError)
-    assert not (settings.workspace_dir / "report.txt").exists()
+    assert not (workspace_of(settings, cid) / "report.txt").exists()
     [conversation] = rows(settings.approvals_db, "SELECT * FROM ui_conversations WHERE conversation_id = ?", child)
     assert (conversation["turn_status"], conversation["pending_count"]) == ("closed", 0)
 
@@ -204,7 +203,7 @@ async def test_a_child_that_fails_gives_the_parent_an_error_result(
     [result] = tool_messages(state)
     assert result.startswith(f"Error: the subagent {child} failed") and "terminated" in result.lower()
     assert state.messages[-1].content == f"results: {result}", "the parent's model read the error"
-    assert not (settings.workspace_dir / "report.txt").exists()
+    assert not (workspace_of(settings, cid) / "report.txt").exists()
 
 
 async def test_a_child_id_already_taken_gives_the_parent_an_error_result(

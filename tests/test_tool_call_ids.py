@@ -10,7 +10,7 @@ from control import send_decision, send_message, start_conversation
 from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 from workflows.models import DecisionInput
@@ -34,7 +34,7 @@ async def test_reused_ids_get_distinct_requests_across_turns_and_conversations(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
     model.behaviour = reuse_call_1
-    db, ws = settings.approvals_db, settings.workspace_dir
+    db = settings.approvals_db
     async with build_worker(client, settings):
         first = histories.track(await start_conversation(client, settings, "one"))
         second = histories.track(await start_conversation(client, settings, "other"))
@@ -64,10 +64,11 @@ async def test_reused_ids_get_distinct_requests_across_turns_and_conversations(
         await send_decision(client, settings, DecisionInput(request_id=second_row["request_id"], decision="deny"))
         await wait_status(client, second, "idle")
 
+    ws = workspace_of(settings, first)
     assert (ws / "one.txt").read_text() == "one"
     assert not (ws / "two.txt").exists()
     assert (ws / "pair-b.txt").read_text() == "b" and not (ws / "pair-a.txt").exists()
-    assert not (ws / "other.txt").exists(), "the other conversation's deny stayed there"
+    assert not (workspace_of(settings, second) / "other.txt").exists(), "the other conversation's deny stayed there"
     assert approval_row(db, first_row["request_id"])["decision"] == "allow"
     assert approval_row(db, second_row["request_id"])["decision"] == "deny"
     all_rows = rows(db, "SELECT request_id FROM ui_pending_approvals")

@@ -16,7 +16,7 @@ from temporalio.client import Client
 from control import send_decision, send_message, start_conversation
 from settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_status
+from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import EXECUTE_TOOL, PICK_TOOL_HOST, PROJECT_APPROVAL_RESOLVED
@@ -64,7 +64,7 @@ async def test_tools_go_to_the_host_picked_once_for_the_conversation(
     decided = rows(settings.approvals_db, "SELECT decision FROM ui_pending_approvals WHERE conversation_id = ?", cid)
     assert [row["decision"] for row in decided] == ["allow", "allow"]
     assert [name for name, _, _ in activities].index(PICK_TOOL_HOST) < [n for n, _, _ in activities].index(EXECUTE_TOOL)
-    assert (settings.workspace_dir / "a.txt").read_text() == "x"
+    assert (workspace_of(settings, cid) / "a.txt").read_text() == "x"
 
 
 async def test_a_tool_that_reaches_another_host_runs_only_on_its_own(
@@ -86,12 +86,12 @@ async def test_a_tool_that_reaches_another_host_runs_only_on_its_own(
             return tools == [(settings.task_queue, host_a.host_task_queue), (host_a.host_task_queue, None)]
 
         await eventually(sent_to_a)
-        assert not (host_b.workspace_dir / "a.txt").exists(), "host B ran nothing"
+        assert not (workspace_of(host_b, cid) / "a.txt").exists(), "host B ran nothing"
         # While the call waits for its host, the read model already shows the decision.
         [shown] = rows(settings.approvals_db, "SELECT decision, resolved_at FROM ui_pending_approvals")
         assert shown["decision"] == "allow" and shown["resolved_at"] is not None
     async with build_worker(client, host_a):
         state = await wait_status(client, cid, "idle")
-    assert (host_a.workspace_dir / "a.txt").read_text() == "x"
-    assert not (host_b.workspace_dir / "a.txt").exists()
+    assert (workspace_of(host_a, cid) / "a.txt").read_text() == "x"
+    assert not (workspace_of(host_b, cid) / "a.txt").exists()
     assert tool_messages(state) == ["Wrote 1 bytes to a.txt"]

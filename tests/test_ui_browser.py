@@ -25,6 +25,7 @@ from control import start_conversation
 from demo_model.server import text_reply, tool_reply
 from settings import Settings
 from tests.conftest import HistoryRecorder
+from tests.helpers import workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text, last_role
 from tests.ui_fixtures import ServedApp, seed_conversation, seed_pending, served_app
 from worker import build_worker
@@ -130,7 +131,7 @@ async def test_orange_dot_appears_live_in_two_tabs_and_allow_clears_it(
     shot = await screenshot(second, "inbox-awaiting-approval.png")
     if os.environ.get("UPDATE_DOCS_SCREENSHOT") == "1":
         shutil.copyfile(shot, _docs(README_SCREENSHOT))
-    assert not (settings.workspace_dir / "notes.txt").exists()
+    assert not (workspace_of(settings, cid) / "notes.txt").exists()
 
     await first.locator(f'#conversation-approvals [data-request-id="perm_{cid}_call_1"] .button-allow').click()
 
@@ -140,7 +141,7 @@ async def test_orange_dot_appears_live_in_two_tabs_and_allow_clears_it(
     await expect(first.locator("#decided-cards .card-outcome")).to_contain_text("Allowed by web")
     await expect(second.locator("#inbox-empty")).to_be_visible()
     await screenshot(first, "conversation-allowed.png")
-    assert (settings.workspace_dir / "notes.txt").read_text() == "hello inbox"
+    assert (workspace_of(settings, cid) / "notes.txt").read_text() == "hello inbox"
     assert inbox.problems == []
 
 

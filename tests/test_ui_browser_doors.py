@@ -15,6 +15,7 @@ from control import start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
+from tests.helpers import workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import Inbox, dot, screenshot
 from visible import is_hidden
@@ -44,7 +45,7 @@ async def test_a_right_to_left_override_is_shown_escaped_and_flagged_and_runs_as
     await card.locator(".button-allow").click()
     await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-idle\b"))
     # What ran is the model's text byte for byte: the override hid `touch X`, and it ran.
-    assert (settings.workspace_dir / "X").exists()
+    assert (workspace_of(settings, cid) / "X").exists()
     await page.locator(f'li.conversation[data-conversation-id="{cid}"] a').click()
     call = page.locator(".message-assistant").first
     await expect(call.locator(".tool-call .arguments")).to_contain_text("\\u202e")
@@ -120,5 +121,5 @@ async def test_ids_with_slashes_percent_spaces_and_unicode_open_and_decide(
     await card.locator(".button-allow").click()
     await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-idle\b"))
     await expect(page.locator("#decided-cards .card-outcome")).to_contain_text("Allowed by web")
-    assert (settings.workspace_dir / "odd.txt").read_text() == "odd"
+    assert (workspace_of(settings, cid) / "odd.txt").read_text() == "odd"
     assert inbox.problems == []

@@ -13,7 +13,7 @@ from control import start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import screenshot
 from tests.ui_fixtures import served_app
@@ -70,8 +70,8 @@ async def test_an_edit_in_the_card_writes_the_edited_path_only_and_the_model_is_
         finally:
             served.stop()
 
-    assert (settings.workspace_dir / "reviewed/notes.txt").read_text() == "from the model"
-    assert [p.name for p in settings.workspace_dir.rglob("*") if p.is_file()] == ["notes.txt"]
+    assert (workspace_of(settings, cid) / "reviewed/notes.txt").read_text() == "from the model"
+    assert [p.name for p in workspace_of(settings, cid).rglob("*") if p.is_file()] == ["notes.txt"]
     resolved = approval_row(settings.approvals_db, request_id)
     assert (resolved["decision"], resolved["execution_state"]) == ("edit", "done")
     assert json.loads(resolved["edited_arguments_json"]) == {"path": "reviewed/notes.txt", "content": "from the model"}

@@ -17,7 +17,7 @@ from control import start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending
+from tests.helpers import approval_row, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import screenshot
 from tests.test_ui_browser_people import POLICY, _log_in
@@ -81,4 +81,4 @@ async def test_an_approver_extends_from_the_card_and_an_outsider_is_refused(
     assert extended["decision"] is None
     [recorded] = json.loads(extended["details_json"])["extensions"]
     assert (recorded["by"], recorded["seconds"]) == ("sam", 86400)
-    assert not (guarded.workspace_dir / "ran.txt").exists()
+    assert not (workspace_of(guarded, cid) / "ran.txt").exists()

@@ -16,7 +16,7 @@ from control import start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import screenshot
 from tests.ui_fixtures import add_person, served_app
@@ -92,7 +92,7 @@ async def test_only_the_approvers_group_can_decide_and_the_card_says_why(
 
     resolved = approval_row(guarded.approvals_db, request_id)
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam", "done")
-    assert (guarded.workspace_dir / "ran.txt").exists()
+    assert (workspace_of(guarded, cid) / "ran.txt").exists()
 
 
 TWO_PERSON = """
@@ -131,7 +131,7 @@ async def test_a_two_person_rule_needs_both_people_in_their_own_browsers(
             await card.locator(".button-allow").click()
             await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
             assert approval_row(guarded.approvals_db, request_id)["decision"] is None
-            assert not (guarded.workspace_dir / "ran.txt").exists(), "one approval of two runs nothing"
+            assert not (workspace_of(guarded, cid) / "ran.txt").exists(), "one approval of two runs nothing"
 
             second = await _log_in(browser, served.url, sid)
             card = second.locator(f'#inbox-cards [data-request-id="{request_id}"]')
@@ -145,4 +145,4 @@ async def test_a_two_person_rule_needs_both_people_in_their_own_browsers(
 
     resolved = approval_row(guarded.approvals_db, request_id)
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam, sid", "done")
-    assert (guarded.workspace_dir / "ran.txt").read_text() == "ran\n", "the call ran exactly once"
+    assert (workspace_of(guarded, cid) / "ran.txt").read_text() == "ran\n", "the call ran exactly once"

@@ -11,6 +11,7 @@ from control import start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
+from tests.helpers import workspace_of
 from tests.scripts import ScriptedModel, delegation
 from tests.test_ui_browser import Inbox, dot, screenshot
 from workflows.delegation import child_conversation_id
@@ -43,5 +44,5 @@ async def test_the_childs_card_names_its_parent_and_the_child_sits_under_it(
 
     await card.locator(".button-allow").click()
     await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-idle\b"))
-    assert (settings.workspace_dir / "report.txt").read_text() == "from the child"
+    assert (workspace_of(settings, cid) / "report.txt").read_text() == "from the child"
     assert inbox.problems == []

@@ -10,7 +10,7 @@ from control import get_state, start_conversation
 from settings import Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.test_ui_browser import Inbox, screenshot
 from workflows.models import ConversationState, arguments_hash
@@ -56,9 +56,9 @@ async def test_batch_allow_lists_its_calls_and_the_audit_table_shows_each_decisi
     await screenshot(page, "inbox-audit.png")
 
     assert [approval_row(settings.approvals_db, rid)["decision"] for rid in (a, b, c)] == ["allow", "allow", "deny"]
-    assert (settings.workspace_dir / "a.txt").read_text() == "a"
-    assert (settings.workspace_dir / "b.txt").read_text() == "b"
-    assert not (settings.workspace_dir / "c.txt").exists()
+    assert (workspace_of(settings, cid) / "a.txt").read_text() == "a"
+    assert (workspace_of(settings, cid) / "b.txt").read_text() == "b"
+    assert not (workspace_of(settings, cid) / "c.txt").exists()
     assert inbox.problems == []
 
 
@@ -89,5 +89,5 @@ async def test_auto_approve_switch_and_close_button(
 
     assert final.turn_status == "closed"
     assert approval_row(settings.approvals_db, row["request_id"])["decision"] == "canceled"
-    assert not (settings.workspace_dir / "a.txt").exists()
+    assert not (workspace_of(settings, cid) / "a.txt").exists()
     assert inbox.problems == []

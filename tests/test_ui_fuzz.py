@@ -27,7 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 from control import start_conversation
 from demo_model.server import text_reply
 from settings import Settings
-from tests.helpers import rows, wait_pending
+from tests.helpers import rows, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
 from tests.stack import until
 from tests.ui_fixtures import served_app
@@ -149,4 +149,4 @@ async def test_schemathesis_finds_no_500_and_no_refusal_changes_state(
     assert fuzz.problems == []
     refused = sum(n for status, n in fuzz.statuses.items() if 400 <= status < 500)
     assert refused > 100 and fuzz.statuses[200] > 10, fuzz.statuses
-    assert not (settings.workspace_dir / "fuzz.txt").exists()
+    assert not (workspace_of(settings, cid) / "fuzz.txt").exists()

@@ -23,7 +23,7 @@ from control import start_conversation
 from settings import ConfigError, Settings
 from tests import test_ui_browser
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status
+from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
 from tests.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import add_person, served_app
@@ -141,7 +141,7 @@ async def test_only_the_configured_proxy_may_name_who_decides(
 
     resolved = approval_row(gated.approvals_db, row["request_id"])
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam", "done")
-    assert (gated.workspace_dir / "ran.txt").exists()
+    assert (workspace_of(gated, cid) / "ran.txt").exists()
 
 
 async def test_the_page_says_who_the_proxy_named_and_asks_no_name(

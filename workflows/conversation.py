@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.stoppable import unless_closed
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
+    from workflows.workspace_choice import carried_workspace, choose_workspace
 
 MAX_MODEL_STEPS_PER_TURN = 25
 # Compaction and the retry after a context-window error add commands: histories written before
@@ -82,6 +83,7 @@ class ConversationWorkflow:
         self._turn_count = start.turn_count
         self._turn_id: str | None = f"turn_{start.turn_count}" if start.turn_count else None
         self._closed = False
+        self._workspace: str | None = None  # chosen at the start of run()
         self._last_error: str | None = None
         self._book = ApprovalBook(self._id, start.always_allow, start.resolved, start.always_allow_hashes)
         self._auto_approve = start.auto_approve
@@ -105,16 +107,20 @@ class ConversationWorkflow:
                 narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
                 outbox=self._outbox,
+                workspace=lambda: self._workspace,
             ),
             start.used_tool_call_ids,
         )
         self._tool_queue = start.tool_queue
-        self._delegator = Delegator(start, lambda: self._closed, self.tool_queue, self._tools.tool_names)
+        self._delegator = Delegator(
+            start, lambda: self._closed, self.tool_queue, self._tools.tool_names, lambda: self._workspace
+        )
         self._context = ContextKeeper(self._id, start, self._status)
 
     # ---- run loop -------------------------------------------------------------------------
     @workflow.run
     async def run(self, start: ConversationInput) -> ConversationState:
+        self._workspace = choose_workspace(start)
         if not self._messages:
             self._messages.append(ChatMessage(role="system", content=SYSTEM_PROMPT))
         self._outbox.resume(start.notifications)
@@ -166,6 +172,7 @@ class ConversationWorkflow:
                 "archived_messages": self._context.archived,
                 "children_started": self._delegator.children_started,
                 "notifications": self._outbox.carried(),
+                **carried_workspace(self._workspace),
             }
         )
 

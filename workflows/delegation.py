@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY, StatusKeeper
     from workflows.subagent_policy import narrow
     from workflows.tool_registry import Catalog
+    from workflows.workspace_choice import carried_workspace
 
 DELEGATE = "delegate"
 # Starting a child adds commands; the marker says so in every history that delegated.
@@ -123,8 +124,10 @@ class Delegator:
         is_closed: Callable[[], bool],
         tool_queue: Callable[[], Awaitable[str | None]],
         offered: Callable[[], list[str]],
+        workspace: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._start = start
+        self._workspace = workspace  # the parent's key: its children work on the same files
         self._is_closed = is_closed
         self._tool_queue = tool_queue
         self._offered = offered
@@ -192,6 +195,7 @@ class Delegator:
             context_budget_tokens=start.context_budget_tokens,
             tool_queue=queue,
             delegation=start.delegation,
+            **carried_workspace(self._workspace()),
             subagent=SubagentInfo(
                 parent_id=start.conversation_id,
                 parent_tool_call_id=call.id,

@@ -288,6 +288,10 @@ class ConversationInput(BaseModel):
     notifications: list[NotificationInput] = Field(
         default_factory=list, description="notifications the last run started and had not delivered"
     )
+    workspace: str | None = Field(
+        default=None, description="the workspace key its tools use (workflows/workspace_choice.py); None: not chosen"
+    )
+    shared_workspace: bool = Field(default=False, description="chosen: the shared directory (an older conversation)")
 
 
 class _StrictInput(BaseModel):

@@ -73,6 +73,8 @@ class ToolContext:
     delegate: Callable[[ToolCall, dict[str, Any]], Awaitable[ToolResult]] | None = None
     # Where requests send their notifications (kept across continue-as-new by the conversation).
     outbox: NotificationOutbox = field(default_factory=NotificationOutbox)
+    # Whose workspace the tools use (workflows/workspace_choice.py); None: the shared directory.
+    workspace: Callable[[], str | None] = lambda: None
 
 
 @dataclass
@@ -109,7 +111,10 @@ class ToolRunner:
         if not workflow.patched(PATCH_TOOL_CATALOG):
             return self._catalog
         try:
-            listed = await calls.list_tools(ListToolsInput(conversation_id=self._ctx.conversation_id, turn_id=turn_id))
+            listing = ListToolsInput(
+                conversation_id=self._ctx.conversation_id, turn_id=turn_id, workspace=self._ctx.workspace()
+            )
+            listed = await calls.list_tools(listing)
         except ActivityError as err:
             why = f"the tools could not be listed: {err.__cause__ or err}"
             listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
@@ -277,6 +282,7 @@ class ToolRunner:
             tool=None if spec.source == "builtin" else spec,
             network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
             resolved=resolved,
+            workspace=ctx.workspace(),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:

@@ -1,0 +1,56 @@
+"""Run one short-lived process in the tool sandbox and collect what it printed: the one way
+run_shell and the built-in file tools start their processes, so both are confined alike."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from activities.heartbeat import heartbeating
+from activities.sandbox import SandboxPolicy, sandboxed_launch
+
+
+@dataclass(frozen=True)
+class Finished:
+    returncode: int | None  # None: it ran past its timeout and was killed
+    stdout: bytes
+    stderr: bytes  # empty when merged into stdout
+
+
+async def run_sandboxed(
+    argv: Sequence[str],
+    workspace: Path,
+    policy: SandboxPolicy,
+    beat: Callable[[], None],
+    timeout: float,
+    stdin: bytes | None = None,
+    merge_stderr: bool = False,
+) -> Finished:
+    """Raises SandboxUnavailable (nothing ran) when no sandbox starts and the policy wants one."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    launch = await asyncio.to_thread(sandboxed_launch, argv, workspace, policy)
+    proc = await asyncio.create_subprocess_exec(
+        *launch.argv,
+        cwd=launch.cwd,
+        env=launch.env,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = await heartbeating(asyncio.wait_for(proc.communicate(stdin), timeout), beat)
+    except TimeoutError:
+        return Finished(None, b"", b"")
+    finally:
+        # Timed out or canceled: end the process's whole group, not just its first process.
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+    return Finished(proc.returncode, out, err or b"")
