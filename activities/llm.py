@@ -103,12 +103,15 @@ class ModelEndpoint:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         stream: bool = False,
     ) -> None:
-        # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
-        self.base_url, self.timeout = base_url, timeout
+        self.base_url, self.timeout, self._api_key = base_url, timeout, api_key
+        self._client = self._new_client()
         self._model, self._max_tokens = model, max_tokens
         self._limit_field = "max_tokens"
         self.streaming = stream
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
+        return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
 
     def body(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> dict[str, Any]:
         # The body is already in wire form: posting it as is skips the client's per-field transform
@@ -142,6 +145,8 @@ class ModelEndpoint:
                 return await streamed_reply(self._client, body, publisher)
             except NotAStream as answer:
                 self._stop_streaming(answer.why)
+                # A server that cut its stream off may reset the connection it leaves in the pool.
+                self._client = self._new_client()
                 if (reply := whole_reply(answer.body)) is not None:
                     return reply
             except openai.BadRequestError as err:
