@@ -31,6 +31,8 @@ from workflows.models import ConversationState, DecisionInput
 
 # Each step waits for a few model calls of a few seconds to a minute or two each (the server
 # answers one request at a time), so the test has more time than the suite's default.
+# 2048 tokens of context are too few: the tools' schemas, the prompt and one rambling write_file
+# filled them, and llama.cpp counts max_tokens into the window too. SmolLM2 takes 8192.
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
 ASK = "Write the word hello to the file notes.txt."
 MODEL_WAIT = 300.0  # a 135M model on two shared cores: seconds per call, a few calls per step
@@ -48,7 +50,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf())]
-    command += ["--chat_format", "chatml-function-calling", "--port", str(port), "--n_ctx", "2048"]
+    command += ["--chat_format", "chatml-function-calling", "--port", str(port), "--n_ctx", "8192"]
     command += ["--seed", "7", "--n_threads", "2", "--verbose", "False"]
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
