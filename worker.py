@@ -77,6 +77,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         settings.openai_base_url,
         settings.openai_api_key,
         settings.llm_model,
+        settings.llm_timeout_seconds,
+        max_tokens=settings.llm_max_tokens,
         stream=settings.llm_stream,
         deltas=projection,
     )

@@ -2,11 +2,16 @@
 
 With streaming on (LLM_STREAM, the default) the reply is read as it is written and its text goes
 to the read model's event log while the call runs (activities/llm_stream.py); the activity's result,
-the one message history records, is the same either way.
+the one message history records, is the same either way. What an endpoint cannot do is learned from
+how it answers, not from its name, and remembered for the life of the process: a stream request
+answered without a stream, a refused `max_tokens`. `ModelEndpoint` is that request on its own, which
+`starter.py doctor` uses too; `LlmActivities` runs it as the activity.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import openai
@@ -15,15 +20,20 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.llm_errors import is_context_window_error
-from activities.llm_stream import streamed_reply
+from activities.llm_errors import model_failure, server_message
+from activities.llm_stream import NotAStream, streamed_reply
 from activities.stream_publisher import DeltaPublisher, DeltaSink
-from workflows.activity_calls import CALL_LLM, ERROR_CONTEXT_WINDOW
+from workflows.activity_calls import CALL_LLM
 from workflows.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
+
+DEFAULT_TIMEOUT_SECONDS = 120.0
+DEFAULT_MAX_TOKENS = 4096
+log = logging.getLogger(__name__)
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    # Tool calls with no text go with "": valid everywhere, where some servers answer null with a 500.
+    wire: dict[str, Any] = {"role": message.role, "content": message.content or ""}
     if message.tool_calls:
         wire["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
@@ -47,21 +57,134 @@ def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     return wire
 
 
+def completion_reply(completion: ChatCompletion) -> LlmReply:
+    if not completion.choices:
+        raise ApplicationError("the model returned no choices", type="LlmEmptyResponse")
+    message = completion.choices[0].message
+    tool_calls = [
+        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        for call in message.tool_calls or []
+        if call.type == "function"
+    ]
+    usage = completion.usage
+    return LlmReply(
+        role="assistant",
+        content=message.content,
+        tool_calls=tool_calls,
+        # A server that counts nothing says 0: that is no count at all.
+        usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+        if usage is not None and usage.prompt_tokens > 0
+        else None,
+    )
+
+
+def whole_reply(body: bytes) -> LlmReply | None:
+    """The reply in a body that holds one whole completion; None for anything else."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not data.get("choices"):
+        return None
+    return completion_reply(ChatCompletion.construct(**data))
+
+
+class ModelEndpoint:
+    """One OpenAI-compatible endpoint: the request body, a stream when the endpoint can give one,
+    a whole reply when not, and every failure named (activities/llm_errors.py)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        stream: bool = False,
+    ) -> None:
+        self.base_url, self.timeout, self._api_key = base_url, timeout, api_key
+        self._client = self._new_client()
+        self._model, self._max_tokens = model, max_tokens
+        self._limit_field = "max_tokens"
+        self.streaming = stream
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
+        return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
+
+    def body(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        # The body is already in wire form: posting it as is skips the client's per-field transform
+        # of the params, which costs about a millisecond per message and blocks the worker's event
+        # loop for half a second per call once a conversation holds a few hundred messages.
+        body: dict[str, Any] = {"model": self._model, "messages": wire_messages(messages)}
+        if tools:
+            body["tools"] = tools
+            # Some servers take a missing tool_choice as "none" and never call a tool.
+            body["tool_choice"] = "auto"
+        if self._max_tokens:  # LLM_MAX_TOKENS=0 sends no limit
+            body[self._limit_field] = self._max_tokens
+        return body
+
+    async def reply(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]], publisher: DeltaPublisher | None = None
+    ) -> LlmReply:
+        try:
+            try:
+                return await self._ask(self.body(messages, tools), publisher)
+            except openai.BadRequestError as err:
+                if not self._learn_limit_field(err):
+                    raise
+                return await self._ask(self.body(messages, tools), publisher)
+        except openai.APIError as err:
+            raise model_failure(err, self.base_url, self.timeout) from None
+
+    async def _ask(self, body: dict[str, Any], publisher: DeltaPublisher | None) -> LlmReply:
+        if self.streaming:
+            try:
+                return await streamed_reply(self._client, body, publisher)
+            except NotAStream as answer:
+                self._stop_streaming(answer.why)
+                # A server that cut its stream off may reset the connection it leaves in the pool.
+                self._client = self._new_client()
+                if (reply := whole_reply(answer.body)) is not None:
+                    return reply
+            except openai.BadRequestError as err:
+                if "stream" not in str(err.message).lower():
+                    raise
+                self._stop_streaming(f"it refused to stream: {server_message(err)}")
+        completion = await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        return completion_reply(completion)
+
+    def _stop_streaming(self, why: str) -> None:
+        if self.streaming:
+            log.warning(
+                "the model endpoint %s does not stream (%s): asking for whole replies from now on", self.base_url, why
+            )
+        self.streaming = False
+
+    def _learn_limit_field(self, err: openai.BadRequestError) -> bool:
+        """OpenAI's reasoning models refuse `max_tokens` and name `max_completion_tokens` instead."""
+        if self._limit_field == "max_completion_tokens" or "max_completion_tokens" not in str(err.message):
+            return False
+        log.warning("the model endpoint %s refused max_tokens: sending max_completion_tokens", self.base_url)
+        self._limit_field = "max_completion_tokens"
+        return True
+
+
 class LlmActivities:
     def __init__(
         self,
         base_url: str,
         api_key: str,
         model: str,
-        timeout: float = 120.0,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         stream: bool = False,
         deltas: DeltaSink | None = None,
     ) -> None:
-        # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
-        self._model = model
-        self._stream = stream
+        self.endpoint = ModelEndpoint(base_url, api_key, model, timeout=timeout, max_tokens=max_tokens, stream=stream)
         self._deltas = deltas
 
     def _publisher(self, request: LlmRequest) -> DeltaPublisher | None:
@@ -78,17 +201,6 @@ class LlmActivities:
             attempt=info.attempt,
         )
 
-    async def _streamed(self, body: dict[str, Any], request: LlmRequest) -> LlmReply | None:
-        """The streamed reply, or None when the endpoint refuses to stream (then this worker stops asking)."""
-        try:
-            return await heartbeating(streamed_reply(self._client, body, self._publisher(request)), activity.heartbeat)
-        except openai.BadRequestError as err:
-            if "stream" not in str(err.message).lower():
-                raise
-            activity.logger.warning("the model endpoint refused to stream (%s): asking without streaming", err)
-            self._stream = False
-            return None
-
     @activity.defn(name=CALL_LLM)
     async def call_llm(self, request: LlmRequest) -> LlmReply:
         activity.logger.info(
@@ -98,54 +210,5 @@ class LlmActivities:
             request.turn_id,
             len(request.messages),
         )
-        try:
-            # The body is already in wire form: posting it as is skips the client's per-field transform
-            # of the params, which costs about a millisecond per message and blocks the worker's event
-            # loop for half a second per call once a conversation holds a few hundred messages.
-            body: dict[str, Any] = {"model": self._model, "messages": wire_messages(request.messages)}
-            if request.tools:
-                body["tools"] = request.tools
-            if self._stream and (streamed := await self._streamed(body, request)) is not None:
-                return streamed
-            completion = await heartbeating(
-                self._client.post("/chat/completions", body=body, cast_to=ChatCompletion), activity.heartbeat
-            )
-        except openai.APIStatusError as err:
-            if is_context_window_error(err.status_code, err.code, err.message):
-                raise ApplicationError(
-                    f"the request does not fit the model's context window: {err}",
-                    type=ERROR_CONTEXT_WINDOW,
-                    non_retryable=True,
-                ) from err
-            _raise_named(err)
-            raise
-        if not completion.choices:
-            raise ApplicationError("the model returned no choices", type="LlmEmptyResponse")
-        message = completion.choices[0].message
-        tool_calls = [
-            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-            for call in message.tool_calls or []
-            if call.type == "function"
-        ]
-        usage = completion.usage
-        return LlmReply(
-            role="assistant",
-            content=message.content,
-            tool_calls=tool_calls,
-            # A server that counts nothing says 0: that is no count at all.
-            usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
-            if usage is not None and usage.prompt_tokens > 0
-            else None,
-        )
-
-
-def _raise_named(err: openai.APIStatusError) -> None:
-    """Refusals a retry cannot heal, named so the retry policy stops at once."""
-    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
-        raise ApplicationError(
-            f"the model refused the credentials: {err}", type="LlmAuthentication", non_retryable=True
-        ) from err
-    if isinstance(err, openai.BadRequestError | openai.NotFoundError | openai.UnprocessableEntityError):
-        raise ApplicationError(
-            f"the model rejected the request: {err}", type="LlmBadRequest", non_retryable=True
-        ) from err
+        reply = self.endpoint.reply(request.messages, request.tools, self._publisher(request))
+        return await heartbeating(reply, activity.heartbeat)

@@ -3,7 +3,8 @@
 Text deltas are joined; a tool call arrives as its index, id and name first, then its arguments in
 pieces, and several calls interleave by index. A stream that ends without a finish reason was cut
 off (the server died, the connection dropped): that is an error the retry policy retries, never a
-half reply handed to the workflow.
+half reply handed to the workflow. A 200 answer that holds no stream at all (one whole JSON reply,
+an empty body, no `data:` line: servers that cannot stream tool calls answer so) is `NotAStream`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,16 @@ from activities.stream_publisher import DeltaPublisher
 from workflows.models import LlmReply, TokenUsage, ToolCall
 
 ERROR_STREAM_CUT = "LlmStreamCut"
+EVENT_STREAM = "text/event-stream"
+
+
+class NotAStream(Exception):
+    """A stream request answered without a stream: why, and the body when there was one to keep."""
+
+    def __init__(self, why: str, body: bytes = b"") -> None:
+        super().__init__(why)
+        self.why = why
+        self.body = body
 
 
 @dataclass
@@ -75,14 +86,23 @@ async def streamed_reply(
     stream = await client.post(
         "/chat/completions", body=body, cast_to=ChatCompletion, stream=True, stream_cls=AsyncStream[ChatCompletionChunk]
     )
+    kind = stream.response.headers.get("content-type", "")
+    if EVENT_STREAM not in kind:
+        async with stream:
+            answered = await stream.response.aread()
+        raise NotAStream(f"it answered a stream request with {kind or 'no content type'}", answered)
     reply = StreamedReply()
     if publisher is not None:
         await publisher.start()
+    chunks = 0
     async with stream:
         async for chunk in stream:
+            chunks += 1
             text = reply.add(chunk)
             if publisher is not None:
                 await publisher.add(text)
+    if not chunks:
+        raise NotAStream("it answered a stream request with no `data:` line")
     if reply.finish_reason is None:
         raise ApplicationError("the model's stream ended before the reply was finished", type=ERROR_STREAM_CUT)
     if publisher is not None:

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("cli.watch", "watch"),
     "tools": ("cli.tools", "tools"),
     "ui": ("cli.admin", "ui"),
+    "doctor": ("cli.doctor", "doctor"),
     "rebuild-projection": ("cli.admin", "rebuild_projection"),
 }
 

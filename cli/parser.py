@@ -161,6 +161,7 @@ def build_parser() -> OneLineParser:
     tools.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     verbs.add_parser("ui", help="serve the approvals UI")
+    verbs.add_parser("doctor", help="try the model endpoint as a conversation would; say which settings it needs")
     rebuild = verbs.add_parser("rebuild-projection", help="rebuild the projection from Temporal's history")
     rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return parser

@@ -96,6 +96,10 @@ class ScriptedModelServer:
     # halfway (the connection drops before the finish, as when a model server dies mid-reply).
     chunk_delay: float = 0.0
     cut_streams: int = 0
+    # How a `stream: true` request is answered: "events" (Server-Sent Events), or as servers that
+    # cannot stream do: "json" (one whole reply, application/json), "empty" (200 and no body) or
+    # "no_data_lines" (the whole reply under a text/event-stream header, with no `data:` line).
+    stream_as: str = "events"
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -120,8 +124,12 @@ class ScriptedModelServer:
                     return self._send(500, {"error": {"message": str(err), "type": "script_error"}})
                 prompt = approximate_tokens(body.get("messages")) + approximate_tokens(body.get("tools") or [])
                 answer = completion(message, str(body.get("model", "scripted")), prompt)
-                if body.get("stream"):
+                if body.get("stream") and server.stream_as == "events":
                     return self._stream(message, answer, body)
+                if body.get("stream") and server.stream_as == "empty":
+                    return self._send(200, None, "text/event-stream")
+                if body.get("stream") and server.stream_as == "no_data_lines":
+                    return self._send(200, answer, "text/event-stream")
                 self._send(200, answer)
 
             def _stream(self, message: dict[str, Any], answer: dict[str, Any], body: dict[str, Any]) -> None:
@@ -153,10 +161,10 @@ class ScriptedModelServer:
                     return self._send(200, {"requests": server.request_count()})
                 self._send(404, {"error": {"message": "not found"}})
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | None, kind: str = "application/json") -> None:
+                data = b"" if payload is None else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

