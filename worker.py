@@ -24,6 +24,7 @@ from activities.projection import ProjectionActivities
 from activities.sandbox import describe as describe_sandbox
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
+from activities.workspaces import SHARED_DIR, adopt_shared_files
 from connection import connect
 from projection.failure_watch import FailureWatch
 from projection.store import ProjectionStore
@@ -70,6 +71,9 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    moved = adopt_shared_files(settings.workspace_dir)
+    if moved:
+        logging.info("moved %d entries of the shared workspace into %s: %s", len(moved), SHARED_DIR, ", ".join(moved))
     projection = ProjectionStore(settings.approvals_db, delta_retention_seconds=settings.stream_delta_retention)
     ledger = Ledger(settings.ledger_db)
     # Streamed text goes through this process's own projection store, beside the workflow's writes.

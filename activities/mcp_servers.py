@@ -22,7 +22,7 @@ from activities.mcp_connection import McpConnection, reason
 from activities.mcp_definitions import mcp_tool_name, result_text, tool_definition
 from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig
-from activities.workspaces import workspace_for
+from activities.workspaces import holds_workspaces, workspace_for
 from workflows.models import ToolDef
 
 __all__ = ["McpConnection", "McpServers", "mcp_tool_name", "result_text", "tool_definition"]
@@ -54,6 +54,14 @@ class McpServers:
         idle_seconds: float = IDLE_SECONDS,
         max_running: int = MAX_RUNNING,
     ) -> None:
+        for name, config in configs.items():
+            fixed = config.cwd if config.command is not None else None
+            if fixed is not None and holds_workspaces(Path(fixed), workspace_root):
+                raise ValueError(
+                    f"[mcp_servers.{name}] cwd {config.cwd} holds WORKSPACE_DIR ({workspace_root}), so the server"
+                    " would reach every conversation's workspace: leave cwd out (each conversation's own"
+                    " workspace) or name a directory outside WORKSPACE_DIR"
+                )
         self.configs = dict(configs)
         self._root = workspace_root
         self._sandbox = SandboxPolicy() if sandbox is None else sandbox

@@ -2,8 +2,11 @@
 
 A request names its workspace by key (`ToolRequest.workspace`, `ListToolsInput.workspace`): the
 conversation's id, or for a subagent its parent's key, so a delegated task sees the files it was
-asked about. No key means the shared top-level directory: conversations started before workspaces
-were per conversation keep the files they already had there.
+asked about. No key means the shared directory, `WORKSPACE_DIR/shared`: conversations started
+before workspaces were per conversation keep working there, and the worker moves the files they
+left at the top of WORKSPACE_DIR into it once (adopt_shared_files). Nothing runs in WORKSPACE_DIR
+itself: the sandbox hands a workspace to its unprivileged uid, and a uid that owned the directory
+above every conversation's workspace could swap theirs for a link.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from activities.sandbox import SandboxPolicy
 from workflows.tool_specs import InvalidToolCall
 
 CONVERSATIONS_DIR = "conversations"
+SHARED_DIR = "shared"
 DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9.-]")
 
@@ -32,8 +36,28 @@ def workspace_dir_name(key: str) -> str:
 def workspace_for(root: Path, key: str | None) -> Path:
     """The directory a request's tools may touch (not created here)."""
     if not key:
-        return root
+        return root / SHARED_DIR
     return root / CONVERSATIONS_DIR / workspace_dir_name(key)
+
+
+def adopt_shared_files(root: Path) -> list[str]:
+    """Move what sits at the top of WORKSPACE_DIR (the one shared workspace of earlier releases)
+    into the shared directory, where conversations from before keep finding it; the names moved.
+    An entry whose name is already taken there stays where it is."""
+    shared = root / SHARED_DIR
+    shared.mkdir(parents=True, exist_ok=True)
+    moved = []
+    for entry in sorted(root.iterdir()):
+        if entry.name in (CONVERSATIONS_DIR, SHARED_DIR) or (shared / entry.name).exists():
+            continue
+        entry.rename(shared / entry.name)
+        moved.append(entry.name)
+    return moved
+
+
+def holds_workspaces(directory: Path, root: Path) -> bool:
+    """Whether `directory` is WORKSPACE_DIR or above it: a tool working there reaches every workspace."""
+    return root.resolve().is_relative_to(directory.resolve())
 
 
 class Workspace:
