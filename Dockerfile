@@ -10,12 +10,18 @@ RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && r
 
 WORKDIR /app
 COPY pyproject.toml ./
-COPY settings.py connection.py control.py worker.py starter.py visible.py approvals_tools.py ./
+# Whole packages and the three entry points: a module added to a package is in the image by itself.
+COPY worker.py starter.py run_local.py ./
+COPY core/ core/
+COPY config/ config/
+COPY storage/ storage/
+COPY doors/ doors/
+COPY maintenance/ maintenance/
 COPY workflows/ workflows/
 COPY activities/ activities/
-COPY projection/ projection/
 COPY payload_store/ payload_store/
 COPY demo_model/ demo_model/
+COPY approvals_tools/ approvals_tools/
 COPY ui/ ui/
 COPY cli/ cli/
 COPY examples/ examples/

@@ -22,8 +22,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
+# Tests run in parallel processes (pytest-xdist), each with its own Temporal dev server.
+PYTEST_WORKERS ?= 3
+
 test: $(STAMP) lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
 
 # A conversation against a real model server; the build is kept in the virtualenv (and pip's cache).
 test-real-model: $(STAMP)

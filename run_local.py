@@ -28,10 +28,10 @@ from cli.run_plan import (
     temporal_binary,
 )
 from cli.supervisor import Child, Supervisor, say
-from connection import connect
-from control import start_conversation
-from projection.store import ProjectionStore
-from settings import Settings
+from config.connection import connect
+from config.settings import Settings
+from doors.control import start_conversation
+from storage.store import ProjectionStore
 
 DEMO_MESSAGE = "write hello to notes.txt"
 MAX_REPLACEMENTS = 5  # a worker that keeps dying is a bug to read about, not to hide

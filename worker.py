@@ -25,10 +25,10 @@ from activities.sandbox import describe as describe_sandbox
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
-from connection import connect
-from projection.failure_watch import FailureWatch
-from projection.store import ProjectionStore
-from settings import Settings
+from config.connection import connect
+from config.settings import Settings
+from maintenance.failure_watch import FailureWatch
+from storage.store import ProjectionStore
 from workflows.conversation import ConversationWorkflow
 
 

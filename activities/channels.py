@@ -38,7 +38,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from activities.slack_text import HIDDEN_NOTE, slack_safe
-from workflows.models import ApprovalRecord, ChannelKind, NotificationInput
+from core.models import ApprovalRecord, ChannelKind, NotificationInput
 
 SIGNATURE_HEADER = "X-Approvals-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"

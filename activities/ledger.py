@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from projection.backend import Backend, Tx, open_backend
-from projection.writes import now_iso
-from workflows.models import ToolResult
+from core.models import ToolResult
+from storage.backend import Backend, Tx, open_backend
+from storage.writes import now_iso
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from activities.heartbeat import heartbeating
 from activities.llm_errors import model_failure, server_message
 from activities.llm_stream import NotAStream, streamed_reply
 from activities.stream_publisher import DeltaPublisher, DeltaSink
+from core.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 from workflows.activity_calls import CALL_LLM
-from workflows.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_TOKENS = 4096

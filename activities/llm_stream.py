@@ -18,7 +18,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from temporalio.exceptions import ApplicationError
 
 from activities.stream_publisher import DeltaPublisher
-from workflows.models import LlmReply, TokenUsage, ToolCall
+from core.models import LlmReply, TokenUsage, ToolCall
 
 ERROR_STREAM_CUT = "LlmStreamCut"
 EVENT_STREAM = "text/event-stream"

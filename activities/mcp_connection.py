@@ -30,7 +30,7 @@ from activities.mcp_launch import stdio_parameters
 from activities.mcp_stderr import StderrTail
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_config import McpServerConfig
-from workflows.models import ToolDef, ToolResult
+from core.models import ToolDef, ToolResult
 
 log = logging.getLogger("activities.mcp_servers")
 OPEN_TIMEOUT_SECONDS = 30.0

@@ -11,7 +11,7 @@ import mcp_types
 
 from activities.builtin_tools import truncate
 from activities.tool_config import McpServerConfig
-from workflows.models import PermissionType, ToolDef, ToolResult
+from core.models import PermissionType, ToolDef, ToolResult
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 

@@ -23,7 +23,7 @@ from activities.mcp_definitions import mcp_tool_name, result_text, tool_definiti
 from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig
 from activities.workspaces import holds_workspaces, workspace_for
-from workflows.models import ToolDef
+from core.models import ToolDef
 
 __all__ = ["McpConnection", "McpServers", "mcp_tool_name", "result_text", "tool_definition"]
 log = logging.getLogger(__name__)

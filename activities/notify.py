@@ -34,8 +34,8 @@ from activities.channels import (
     webhook_headers,
 )
 from activities.ledger import Ledger
+from core.models import ApprovalRecord, NotificationInput, ToolResult
 from workflows.activity_calls import ERROR_NOTIFICATION_REJECTED, NOTIFY_APPROVAL
-from workflows.models import ApprovalRecord, NotificationInput, ToolResult
 
 RETRIED_STATUSES = {408, 425, 429}
 SLACK_POSTED = "notify:slack"

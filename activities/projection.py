@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from projection.store import ProjectionStore
+from core.models import (
+    ApprovalRecord,
+    ApprovalRequestedProjection,
+    ApprovalResolvedProjection,
+    CompactionProjection,
+    ConversationProjection,
+)
+from storage.store import ProjectionStore
 from workflows.activity_calls import (
     PROJECT_APPROVAL_CHANGED,
     PROJECT_APPROVAL_REQUESTED,
     PROJECT_APPROVAL_RESOLVED,
     PROJECT_COMPACTION,
     PROJECT_CONVERSATION,
-)
-from workflows.models import (
-    ApprovalRecord,
-    ApprovalRequestedProjection,
-    ApprovalResolvedProjection,
-    CompactionProjection,
-    ConversationProjection,
 )
 
 

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 from activities.builtin_tools import truncate
 from activities.heartbeat import heartbeating
 from approvals_tools import PythonTool, tools_of
-from workflows.models import ToolDef, ToolResult
-from workflows.tool_specs import TOOL_SPECS
+from core.models import ToolDef, ToolResult
+from core.tool_specs import TOOL_SPECS
 
 
 class PythonToolError(ValueError):

@@ -9,7 +9,7 @@ Slack's control characters `&`, `<`, `>` become entities, so text cannot open a 
 
 from __future__ import annotations
 
-from visible import reveal
+from core.visible import reveal
 
 HIDDEN_NOTE = ":warning: contains hidden characters, shown escaped"
 _SLACK_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}

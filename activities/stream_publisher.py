@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from projection.stream_events import EVENT_MESSAGE_DELTA
-from workflows.models import ProjectionEvent
+from core.models import ProjectionEvent
+from storage.stream_events import EVENT_MESSAGE_DELTA
 
 FLUSH_EVERY_SECONDS = 0.1
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from activities.mcp_servers import McpServers
 from activities.python_tools import load_python_tools, python_tool_definition
 from activities.sandbox import SandboxPolicy
 from activities.tool_config import ToolsConfig
+from core.models import ToolCatalog
+from core.tool_specs import TOOL_SPECS
 from workflows.delegation import DELEGATE_TOOL
-from workflows.models import ToolCatalog
-from workflows.tool_specs import TOOL_SPECS
 
 
 class ToolSources:

@@ -16,10 +16,10 @@ from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_config import ToolsConfig
 from activities.tool_sources import ToolSources
 from activities.workspaces import DEFAULT_MAX_READ_BYTES, workspace_for
-from projection.store import ProjectionStore
+from core.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
+from core.tool_specs import TOOL_SPECS, InvalidToolCall
+from storage.store import ProjectionStore
 from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
-from workflows.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
-from workflows.tool_specs import TOOL_SPECS, InvalidToolCall
 
 
 class ToolActivities:

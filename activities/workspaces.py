@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from activities.sandbox import SandboxPolicy
-from workflows.tool_specs import InvalidToolCall
+from core.tool_specs import InvalidToolCall
 
 CONVERSATIONS_DIR = "conversations"
 SHARED_DIR = "shared"

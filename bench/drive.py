@@ -17,12 +17,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
 from bench import script
-from control import send_decision, start_conversation
-from projection.backend import is_postgres
-from projection.db import connect_reader
-from projection.store import ProjectionStore
-from settings import Settings
-from workflows.models import DecisionInput
+from config.settings import Settings
+from core.models import DecisionInput
+from doors.control import send_decision, start_conversation
+from storage.backend import is_postgres
+from storage.db import connect_reader
+from storage.store import ProjectionStore
 
 T = TypeVar("T")
 

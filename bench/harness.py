@@ -23,8 +23,8 @@ from temporalio.client import Client
 from activities.workspaces import CONVERSATIONS_DIR
 from bench import script
 from bench.devserver import BenchServer
+from config.settings import Settings
 from demo_model.server import ScriptedModelServer
-from settings import Settings
 from tests.postgres import PostgresServer
 from tests.processes import REPO_ROOT, process_env
 

@@ -25,7 +25,7 @@ from bench.harness import DEFAULT_CACHE, Bench, payload_dir, say
 from bench.machine import describe_machine
 from bench.script import start_model
 from bench.stats import summary_ms
-from settings import Settings
+from config.settings import Settings
 from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook
 from tests.processes import free_port
 from workflows.activity_calls import EXECUTE_TOOL

@@ -19,9 +19,9 @@ import openai
 
 from activities.llm import _wire_message
 from bench import script
+from core.models import ApprovalRecord, ChatMessage, ToolCall, request_id_for
+from core.tool_specs import BUILTIN_CATALOG
 from workflows.conversation import SYSTEM_PROMPT
-from workflows.models import ApprovalRecord, ChatMessage, ToolCall, request_id_for
-from workflows.tool_specs import BUILTIN_CATALOG
 
 
 class PinnedAgent:

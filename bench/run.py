@@ -26,7 +26,7 @@ from bench.devserver import bench_server
 from bench.harness import Bench, payload_dir, say
 from bench.machine import describe_machine
 from bench.script import start_model
-from settings import Settings
+from config.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from activities.stream_publisher import DeltaPublisher
 from bench.harness import Bench, say
-from projection.store import ProjectionStore
-from workflows.models import ProjectionEvent
+from core.models import ProjectionEvent
+from storage.store import ProjectionStore
 
 PIECES = 40  # pieces a reply
 RETENTION = 1.0

@@ -24,9 +24,9 @@ from bench import script
 from bench.drive import approve, new_ids, scalar
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median
+from config.settings import Settings
+from core.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
 from payload_store.history import payload_sizes
-from settings import Settings
-from workflows.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
 
 PENDING_SQL = (
     "SELECT request_id FROM ui_pending_approvals WHERE conversation_id = ? AND turn_id = ? AND resolved_at IS NULL"

@@ -18,9 +18,9 @@ from typing import Any
 
 from bench.harness import Bench, say
 from bench.stats import summary_ms
-from projection.db import connect_writer
-from projection.reader import Page
-from projection.store import ProjectionStore
+from storage.db import connect_writer
+from storage.reader import Page
+from storage.store import ProjectionStore
 
 PENDING_EVERY = 100  # 1% of approvals still wait
 PAGE = 50  # the inbox's page

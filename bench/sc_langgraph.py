@@ -31,8 +31,8 @@ from bench import script
 from bench.drive import new_ids
 from bench.harness import Bench, ran_counts, say
 from bench.stats import summary_ms
+from core.tool_specs import BUILTIN_CATALOG
 from workflows.conversation import SYSTEM_PROMPT
-from workflows.tool_specs import BUILTIN_CATALOG
 
 
 class State(TypedDict):

@@ -22,8 +22,8 @@ from bench.drive import approval_latencies, approve, new_ids, pending_requests, 
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
-from projection.store import ProjectionStore
-from settings import Settings
+from config.settings import Settings
+from storage.store import ProjectionStore
 from workflows.activity_calls import EXECUTE_TOOL
 
 BLOCKS = 4

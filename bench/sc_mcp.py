@@ -18,7 +18,7 @@ from bench import script
 from bench.drive import approval_latencies, approve, bounded, new_ids, pending_requests, scalar, wait_pending
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import summary_ms
-from control import start_conversation
+from doors.control import start_conversation
 from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL
 
 CONFIG = """ask = ["run_shell"]

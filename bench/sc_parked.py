@@ -22,9 +22,9 @@ import psutil
 from bench.drive import bounded, new_ids, start_all, wait_pending
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, mib
-from settings import Settings
+from config.settings import Settings
+from core.models import QUERY_GET_STATE, ConversationState
 from tests.processes import REPO_ROOT
-from workflows.models import QUERY_GET_STATE, ConversationState
 
 SMALL_CACHE = 10
 SETTLE_SECONDS = 3.0

@@ -17,7 +17,7 @@ from bench import script
 from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
-from projection.store import ProjectionStore
+from storage.store import ProjectionStore
 
 BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL

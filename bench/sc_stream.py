@@ -21,11 +21,11 @@ from typing import Any
 from bench import stream_probe
 from bench.harness import DEFAULT_CACHE, Bench, say
 from bench.stats import summary_ms
-from control import start_conversation
+from core.models import ProjectionEvent
 from demo_model.server import ScriptedModelServer, text_reply
-from projection.store import ProjectionStore
+from doors.control import start_conversation
+from storage.store import ProjectionStore
 from ui.events import stream_events
-from workflows.models import ProjectionEvent
 
 REPLY = " ".join(f"token{n:03d}" for n in range(100))  # 200 four-character pieces
 CHUNK_DELAY = 0.01

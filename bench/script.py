@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from core.compaction import is_summary_request
 from demo_model.script import scripted_summary
 from demo_model.server import ScriptedModelServer, text_reply, tool_reply
-from workflows.compaction import is_summary_request
 
 RAN_LOG = "ran.log"
 # The history scenario's conversations also read a source file each turn: realistic tool output.

@@ -13,8 +13,8 @@ import contextlib
 from temporalio.worker import Worker
 
 from bench.floor import FloorActivities, FloorWorkflow
-from connection import connect
-from settings import Settings
+from config.connection import connect
+from config.settings import Settings
 from worker import HostWorker, build_worker
 
 

@@ -22,9 +22,9 @@ def ui(args: argparse.Namespace, session: Session) -> int:
 
 async def rebuild_projection(args: argparse.Namespace, session: Session) -> int:
     try:
-        from projection.rebuild import rebuild_projection as rebuild
+        from maintenance.rebuild import rebuild_projection as rebuild
     except ImportError as err:
-        raise CliError(f"rebuilding the projection is not available (projection/rebuild.py: {err})") from None
+        raise CliError(f"rebuilding the projection is not available (maintenance/rebuild.py: {err})") from None
     client = await session.client()
     report = await rebuild(client, session.settings)
     summary = dataclasses.asdict(report) if dataclasses.is_dataclass(report) else {"report": report}

@@ -17,7 +17,7 @@ from cli.output import more_pages, note, print_json, short_time, shown, table, t
 from cli.temporal import Session, rpc
 
 if TYPE_CHECKING:
-    from workflows.models import Decision
+    from core.models import Decision
 
 
 async def pending(args: argparse.Namespace, session: Session) -> int:
@@ -128,8 +128,8 @@ async def _send_all(
 ) -> dict[str, str]:
     """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
     from cli.users import who_decides
-    from control import ERROR_UNDELIVERED, send_batch
-    from workflows.models import DecisionInput
+    from core.models import DecisionInput
+    from doors.control import ERROR_UNDELIVERED, send_batch
 
     decision = _decision(args)
     decided_by, groups, how = await who_decides(args, session)

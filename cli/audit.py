@@ -11,7 +11,7 @@ from cli.temporal import Session
 
 
 async def audit(args: argparse.Namespace, session: Session) -> int:
-    from projection.audit import parse_since
+    from storage.audit import parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
@@ -51,7 +51,7 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
 
 
 def _switch_cells(row: dict) -> list[str]:
-    from projection.audit import switch_text
+    from storage.audit import switch_text
 
     return [short_time(row["created_at"]), shown(row["conversation_id"]), shown(switch_text(row))]
 

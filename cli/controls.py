@@ -16,7 +16,7 @@ from cli.users import who_decides
 
 
 async def close(args: argparse.Namespace, session: Session) -> int:
-    from control import close_conversation
+    from doors.control import close_conversation
 
     by = (await who_decides(args, session))[0]
     client = await session.client()
@@ -26,7 +26,7 @@ async def close(args: argparse.Namespace, session: Session) -> int:
 
 
 async def auto_approve(args: argparse.Namespace, session: Session) -> int:
-    from control import set_auto_approve
+    from doors.control import set_auto_approve
 
     enabled = args.mode == "on"
     by = (await who_decides(args, session))[0]

@@ -13,7 +13,7 @@ from cli.errors import EXIT_OK, CliError, paged, refused
 from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text
 from cli.temporal import Session, rpc
 
-SUMMARY_NAME = "conversation_summary"  # workflows.compaction.SUMMARY_NAME, without importing pydantic
+SUMMARY_NAME = "conversation_summary"  # core.compaction.SUMMARY_NAME, without importing pydantic
 STATUS_MARKS = {"awaiting_approval": "●", "running": "○", "failed": "✗"}
 
 
@@ -21,7 +21,7 @@ async def start(args: argparse.Namespace, session: Session) -> int:
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from cli.users import who_decides
-    from control import start_conversation
+    from doors.control import start_conversation
 
     starter, _, _ = await who_decides(args, session)  # self-approval rules refuse them their own calls
     client = await session.client()
@@ -38,7 +38,7 @@ async def start(args: argparse.Namespace, session: Session) -> int:
 
 
 async def send(args: argparse.Namespace, session: Session) -> int:
-    from control import send_message
+    from doors.control import send_message
 
     client = await session.client()
     await rpc(send_message(client, args.conversation, args.message), f"sending to {args.conversation}")
@@ -81,7 +81,7 @@ async def query_state(session: Session, conversation_id: str, timeout: float) ->
     from temporalio.client import WorkflowQueryFailedError
     from temporalio.service import RPCError, RPCStatusCode
 
-    from control import get_state
+    from doors.control import get_state
     from payload_store import PayloadStoreError
 
     client = await session.client()
@@ -137,7 +137,7 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         print(f"  subagent of: {shown(state['parent_id'])}")
     for child in state["subagents"]:
         print(f"  subagent: {shown(child['conversation_id'])} ({child['turn_status']})")
-    from projection.audit import switch_text
+    from storage.audit import switch_text
 
     for switch in await session.store().switches(args.conversation):
         print(f"  {shown(switch_text(switch))} at {short_time(switch['created_at'])}")

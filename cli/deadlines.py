@@ -15,9 +15,9 @@ from cli.temporal import Session, rpc
 
 async def extend(args: argparse.Namespace, session: Session) -> int:
     from cli.users import who_decides
-    from control import extend_approval
-    from projection.claims import DecisionRefused
-    from workflows.models import ExtensionInput
+    from core.models import ExtensionInput
+    from doors.control import extend_approval
+    from storage.claims import DecisionRefused
 
     name, groups, _ = await who_decides(args, session)
     extension = ExtensionInput(

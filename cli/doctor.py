@@ -38,7 +38,7 @@ async def doctor(args: argparse.Namespace, session: Session) -> int:
     from temporalio.exceptions import ApplicationError
 
     from activities.llm import ModelEndpoint
-    from workflows.models import ChatMessage
+    from core.models import ChatMessage
 
     settings = session.settings
     logging.getLogger("activities.llm").setLevel(logging.ERROR)  # what it learns is printed below

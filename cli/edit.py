@@ -3,7 +3,7 @@
 The new arguments are the call's as `pending` shows them with `--set NAME=VALUE` applied (VALUE
 read as JSON when it parses, else as text), or a whole new object with `--args JSON`. The edit
 is bound to the arguments this command read (or `--args-hash`), and the workflow checks it
-before it is applied (see edit_control.py): the tool's schema, the deny rules and who may
+before it is applied (see doors/edit_control.py): the tool's schema, the deny rules and who may
 decide the edited call. The command prints what changed.
 """
 
@@ -45,10 +45,10 @@ def new_arguments(args: argparse.Namespace, original: dict[str, Any]) -> dict[st
 async def edit(args: argparse.Namespace, session: Session) -> int:
     from cli.approvals import refusal_of
     from cli.users import who_decides
-    from control import send_decision
-    from projection.claims import DecisionRefused
-    from workflows.edits import changes
-    from workflows.models import DecisionInput
+    from core.edits import changes
+    from core.models import DecisionInput
+    from doors.control import send_decision
+    from storage.claims import DecisionRefused
 
     row = await session.store().approval(args.request_id)
     why = refusal_of(row, args.request_id, args.conversation)

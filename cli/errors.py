@@ -27,7 +27,7 @@ def refused(message: str) -> CliError:
 
 async def paged(read: Awaitable[T]) -> T:
     """A page read; a cursor that no page handed out is bad usage (exit 2)."""
-    from projection.reader import BadCursor
+    from storage.reader import BadCursor
 
     try:
         return await read

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
     """Run one command; tests may pass a connected client. Returns the exit status."""
     try:
         args = build_parser().parse_args(argv)
-        from settings import ConfigError, Settings
+        from config.settings import ConfigError, Settings
 
         try:
             session = Session(Settings(), client)

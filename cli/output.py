@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from visible import reveal
+from core.visible import reveal
 
 HIDDEN_FLAG = "[contains hidden characters, shown escaped]"
 

@@ -7,7 +7,7 @@ import math
 from typing import NoReturn
 
 from cli.errors import EXIT_USAGE, CliError
-from workflows.ids import InvalidConversationId, check_conversation_id
+from core.ids import InvalidConversationId, check_conversation_id
 
 
 class OneLineParser(argparse.ArgumentParser):

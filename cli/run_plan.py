@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from settings import OPENAI_DEFAULT_MODEL, OPENAI_URL
+from config.settings import OPENAI_DEFAULT_MODEL, OPENAI_URL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEARCH_ATTRIBUTES = ("TurnStatus=Keyword", "PendingApprovals=Int")

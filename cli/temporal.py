@@ -6,12 +6,12 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
 from cli.errors import EXIT_USAGE, CliError, refused
-from settings import ConfigError, Settings
+from config.settings import ConfigError, Settings
 
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-    from projection.store import ProjectionStore
+    from storage.store import ProjectionStore
 
 CONNECT_TIMEOUT_SECONDS = 15.0
 T = TypeVar("T")
@@ -28,7 +28,7 @@ class Session:
     def store(self) -> ProjectionStore:
         """The projection (APPROVALS_DB), opened on first use and closed by `close`."""
         if self._store is None:
-            from projection.store import ProjectionStore
+            from storage.store import ProjectionStore
 
             self._store = ProjectionStore(self.settings.approvals_db)
         return self._store
@@ -42,7 +42,7 @@ class Session:
         if self._client is None:
             import asyncio
 
-            from connection import connect
+            from config.connection import connect
 
             where = f"{self.settings.temporal_address} (namespace {self.settings.namespace})"
             try:

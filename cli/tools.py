@@ -26,7 +26,7 @@ def rules_naming(lists: dict[str, list[str]], tool_name: str) -> list[str]:
     """Every rule of the policy that can match this tool, as `deny: run_shell(sudo *)`."""
     from fnmatch import fnmatchcase
 
-    from workflows.policy import Rule
+    from core.policy import Rule
 
     return [
         f"{verdict}: {text}"
@@ -39,8 +39,8 @@ def rules_naming(lists: dict[str, list[str]], tool_name: str) -> list[str]:
 async def describe_tools(session: Session) -> dict[str, Any]:
     from activities.python_tools import PythonToolError
     from activities.tool_sources import ToolSources
-    from settings import ConfigError
-    from workflows.policy import evaluate
+    from config.settings import ConfigError
+    from core.policy import evaluate
 
     try:
         policy = session.settings.load_policy()

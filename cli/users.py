@@ -17,7 +17,7 @@ TOKEN_ENV = "APPROVER_TOKEN"
 
 
 async def users(args: argparse.Namespace, session: Session) -> int:
-    from projection.users import UserExists
+    from storage.users import UserExists
 
     store = session.store()
     if args.action == "add":

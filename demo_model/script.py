@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
+from core.compaction import is_summary_request
 from demo_model.server import text_reply, tool_reply
-from workflows.compaction import is_summary_request
 
 LABEL = "(scripted demo model)"
 HELP = (

@@ -16,8 +16,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage, StorageDriver, StorageDriverSelectContext
 
+from config.settings import ConfigError, Settings
 from payload_store.local import LocalFileDriver, PayloadStoreError
-from settings import ConfigError, Settings
 
 __all__ = ["LocalFileDriver", "PayloadStoreError", "data_converter", "external_storage"]
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from core.models import WORKFLOW_TYPE, ConversationInput, ConversationState
     from workflows.conversation import ConversationWorkflow
-    from workflows.models import WORKFLOW_TYPE, ConversationInput, ConversationState
 
 
 @workflow.defn(name=WORKFLOW_TYPE)

@@ -17,13 +17,21 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
+from config.settings import Settings
 from demo_model.server import ScriptedModelServer
 from payload_store import data_converter
-from settings import Settings
+from tests.leftovers import check_session_end, mark_this_run
 from tests.postgres import PostgresServer, database_for
 from tests.scripts import ScriptedModel
 from workflows.conversation import ConversationWorkflow
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+
+mark_this_run()  # at import, before any fixture starts a process: every process inherits it
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    check_session_end(session)
+
 
 HISTORY_DIR = Path("build/histories")
 

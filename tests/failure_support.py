@@ -17,14 +17,14 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
-from control import get_state
-from settings import Settings
+from config.settings import Settings
+from core.models import ConversationState
+from doors.control import get_state
 from tests.conftest import HISTORY_DIR
 from tests.helpers import Db, eventually, pending_rows, rows
 from tests.processes import WorkerProcess, process_env
 from tests.scripts import Behaviour, first_user_text
 from workflows.conversation import ConversationWorkflow
-from workflows.models import ConversationState
 
 
 def address_of(client: Client) -> str:

@@ -16,9 +16,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.workspaces import workspace_for
-from control import get_state
-from settings import Settings
-from workflows.models import ChatMessage, ConversationState
+from config.settings import Settings
+from core.models import ChatMessage, ConversationState
+from doors.control import get_state
 
 T = TypeVar("T")
 
@@ -154,7 +154,7 @@ def workspace_of(where: Settings | Path, conversation_id: str) -> Path:
 def new_workspace(where: Settings | Path, conversation_id: str | None = None) -> tuple[str, Path]:
     """An id for a conversation a test is about to start, and its workspace, made, so the test can
     put files there first (start the conversation with this id)."""
-    from control import new_conversation_id
+    from doors.control import new_conversation_id
 
     conversation_id = conversation_id or new_conversation_id()
     path = workspace_of(where, conversation_id)

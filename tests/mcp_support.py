@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from settings import Settings
+from config.settings import Settings
 from tests.conftest import binary
 from tests.processes import REPO_ROOT, _kill, free_port, wait_for_port
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from config.settings import Settings
 from payload_store import data_converter
-from settings import Settings
 from tests.conftest import binary
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

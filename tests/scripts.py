@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core.compaction import is_summary_request
 from demo_model.script import scripted_summary
 from demo_model.server import ScriptedModelServer, text_reply, tool_reply
-from workflows.compaction import is_summary_request
 
 Behaviour = Callable[[list[dict[str, Any]]], dict[str, Any]]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from settings import Settings
+from config.settings import Settings
 from tests.processes import REPO_ROOT, WorkerProcess, _kill, free_port, process_env, wait_for_port
 
 T = TypeVar("T")

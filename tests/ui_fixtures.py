@@ -1,6 +1,6 @@
 """Helpers for the UI tests: a projection seeded through the real writes, and the app over HTTP.
 
-Seeding uses projection/writes.py, the code the worker's activities run, so the UI reads exactly
+Seeding uses storage/writes.py, the code the worker's activities run, so the UI reads exactly
 the rows a worker would have written.
 """
 
@@ -20,10 +20,8 @@ import uvicorn
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from projection.store import ProjectionStore
-from settings import Settings
-from ui.server import create_app, uvicorn_config
-from workflows.models import (
+from config.settings import Settings
+from core.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
     ConversationProjection,
@@ -31,6 +29,8 @@ from workflows.models import (
     TurnStatus,
     request_id_for,
 )
+from storage.store import ProjectionStore
+from ui.server import create_app, uvicorn_config
 
 BASE_URL = "http://127.0.0.1"
 _version = 0

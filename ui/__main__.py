@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from settings import Settings
+from config.settings import Settings
 from ui.server import serve
 
 if __name__ == "__main__":

@@ -10,12 +10,20 @@ from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-import control
-from edit_control import ERROR_EDIT_UNCHECKED
-from projection.claims import DecisionRefused
-from projection.reader import BadCursor, Page
-from projection.store import ProjectionStore
-from settings import Settings
+from config.settings import Settings
+from core.compaction import SUMMARY_NAME
+from core.models import (
+    ERROR_EDIT_DENIED,
+    ERROR_INVALID_EDIT,
+    ERROR_NOT_AN_APPROVER,
+    ERROR_UNKNOWN_APPROVAL,
+    DecisionInput,
+)
+from doors import control
+from doors.edit_control import ERROR_EDIT_UNCHECKED
+from storage.claims import DecisionRefused
+from storage.reader import BadCursor, Page
+from storage.store import ProjectionStore
 from ui import queries
 from ui.bodies import (
     DecisionBody,
@@ -28,14 +36,6 @@ from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailab
 from ui.security import principal_of, require_same_origin, require_token
 from ui.team import identity
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
-from workflows.compaction import SUMMARY_NAME
-from workflows.models import (
-    ERROR_EDIT_DENIED,
-    ERROR_INVALID_EDIT,
-    ERROR_NOT_AN_APPROVER,
-    ERROR_UNKNOWN_APPROVAL,
-    DecisionInput,
-)
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
 # Ids may hold any character, "/" included: the page sends them percent-encoded, the server decodes

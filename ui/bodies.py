@@ -8,10 +8,10 @@ from typing import Any, Literal, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.ids import CONVERSATION_ID_RULE, check_conversation_id
+from core.models import Decision
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
 from ui.limits import MAX_BODY_BYTES, too_large
-from workflows.ids import CONVERSATION_ID_RULE, check_conversation_id
-from workflows.models import Decision
 
 # A batch decides calls as they are: an edit carries one call's own new arguments.
 BatchDecision = Literal["allow", "deny", "always_allow"]

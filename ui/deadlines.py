@@ -8,13 +8,13 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 from temporalio.service import RPCError
 
-import control
-from projection.claims import DecisionRefused
+from core.models import ERROR_NOT_AN_APPROVER, ERROR_UNKNOWN_APPROVAL, MAX_EXTENSION_SECONDS, ExtensionInput
+from doors import control
+from storage.claims import DecisionRefused
 from ui.bodies import StrictBody, json_body, read_json_body
 from ui.errors import Conflict, Forbidden, NotFound, ServiceUnavailable
 from ui.security import require_same_origin, require_token
 from ui.team import identity
-from workflows.models import ERROR_NOT_AN_APPROVER, ERROR_UNKNOWN_APPROVAL, MAX_EXTENSION_SECONDS, ExtensionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
 

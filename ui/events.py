@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from projection.store import ProjectionStore
+from storage.store import ProjectionStore
 from ui.security import authenticated, require_token
 
 WAIT_INTERVAL = 1.0

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from projection.users import Principal
+from storage.users import Principal
 
 PEER_TRUSTED = "approvals.proxy_trusted"  # scope key: the direct peer is a configured proxy
 MAX_NAME = 100

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Literal, get_args
 from urllib.parse import quote
 
-from projection.reader import Page
-from projection.store import ProjectionStore
-from settings import Settings
+from config.settings import Settings
+from storage.reader import Page
+from storage.store import ProjectionStore
 
 ApprovalStatus = Literal["pending", "sent", "resolved", "all"]
 APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)

@@ -5,7 +5,7 @@
 - A token (UI_TOKEN), when set, guards every page and API call: `Authorization: Bearer` for
   scripts, or an HttpOnly SameSite=Strict session cookie set by the login form for browsers. The
   cookie holds a random session id, new at every login and valid for SESSION_MAX_AGE; the
-  projection records a keyed hash of it (projection/sessions.py), so every UI process on that
+  projection records a keyed hash of it (storage/sessions.py), so every UI process on that
   database honours it and a logout revokes it everywhere. The hash is keyed by the token, so changing
   UI_TOKEN ends every session.
 - Requests that change state must come from this origin (Origin and Sec-Fetch-Site), so another
@@ -25,7 +25,7 @@ import anyio.from_thread
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from projection.users import Principal
+from storage.users import Principal
 from ui.errors import Forbidden, Unauthorized
 from ui.proxy_identity import proxied_person
 

@@ -12,8 +12,8 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from projection.store import ProjectionStore
-from settings import Settings
+from config.settings import Settings
+from storage.store import ProjectionStore
 from ui import api, deadlines, events, pages, slack, team
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit

@@ -23,13 +23,13 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from temporalio.service import RPCError
 
-import control
 from activities.channels import SlackConfig
 from activities.slack_text import slack_safe
-from projection.claims import DecisionRefused
+from core.models import Decision, DecisionInput
+from doors import control
+from storage.claims import DecisionRefused
 from ui.bodies import read_body
 from ui.errors import BadRequest, NotFound, Unauthorized
-from workflows.models import Decision, DecisionInput
 
 SLACK_MAX_AGE_SECONDS = 300
 SLACK_BODY_BYTES = 64 * 1024

@@ -8,13 +8,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from temporalio.service import RPCError
 
-import control
-from projection.audit import parse_since
+from core.models import DecisionInput
+from doors import control
+from storage.audit import parse_since
 from ui.bodies import AutoApproveBody, BatchDecisionBody, json_body, read_json_body
 from ui.errors import NotFound, Unprocessable
 from ui.security import principal_of, require_same_origin, require_token
 from ui.temporal import rpc_error_to_http
-from workflows.models import DecisionInput
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token), Depends(require_same_origin)])
 

@@ -9,11 +9,11 @@ from datetime import timedelta
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError, RPCStatusCode
 
-import control
-from connection import connect
-from settings import Settings
+from config.connection import connect
+from config.settings import Settings
+from core.models import ConversationState
+from doors import control
 from ui.errors import NotFound, ServiceUnavailable
-from workflows.models import ConversationState
 from workflows.status import TURN_STATUS_KEY
 
 ClientProvider = Callable[[], Awaitable[Client]]

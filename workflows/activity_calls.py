@@ -13,7 +13,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
-    from workflows.models import (
+    from core.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
         ApprovalResolvedProjection,

@@ -17,11 +17,12 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
-    from workflows import activity_calls as calls
-    from workflows import compaction
-    from workflows.models import (
+    from core import compaction
+    from core.models import (
         ArchivedMessage,
         ChatMessage,
         CompactionProjection,
@@ -31,14 +32,13 @@ with workflow.unsafe.imports_passed_through():
         LlmRequest,
         TokenUsage,
     )
+    from workflows import activity_calls as calls
     from workflows.status import StatusKeeper
 
 # Each archive write stays far below Temporal's 2 MB payload limit.
 ARCHIVE_CHUNK_CHARS = 400_000
 # A fold that reaches into the current turn keeps the turn's request word for word.
-FOLD_KEEPS_REQUEST_PATCH = "fold-keeps-turn-request"
 # A summary the model could not write folds nothing: tool results are clipped until it is retried.
-FAILED_SUMMARY_KEEPS_MESSAGES_PATCH = "failed-summary-keeps-messages"
 # After a failed summary, the next try waits until the transcript has grown by this many messages.
 SUMMARY_RETRY_AFTER_MESSAGES = 2
 
@@ -86,7 +86,9 @@ class ContextKeeper:
         """The compacted transcript, or None when nothing can be folded. The summary is an
         activity result and the archive write is recorded before this returns, so a worker killed
         at any point resumes without asking the model again or archiving twice."""
-        fold = compaction.plan_fold(messages, self.budget, keep_request=workflow.patched(FOLD_KEEPS_REQUEST_PATCH))
+        fold = compaction.plan_fold(
+            messages, self.budget, keep_request=workflow.patched(patches.FOLD_KEEPS_TURN_REQUEST)
+        )
         if fold is None:
             return None
         before = self.tokens(messages, tools)
@@ -94,7 +96,7 @@ class ContextKeeper:
         summary, failure = await self._summarise(turn_id, fold, folded_tokens)
         if failure is None:
             self._summary_retry_at, source = None, "model"
-        elif workflow.patched(FAILED_SUMMARY_KEEPS_MESSAGES_PATCH):
+        elif workflow.patched(patches.FAILED_SUMMARY_KEEPS_MESSAGES):
             workflow.logger.warning("the model could not summarise; nothing folded, retried later: %s", failure)
             self._summary_retry_at = len(messages) + SUMMARY_RETRY_AFTER_MESSAGES
             return None

@@ -14,16 +14,15 @@ from typing import Any, TypeVar
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
     from pydantic import BaseModel, ValidationError
 
-    from workflows import activity_calls as calls
-    from workflows import deadlines
-    from workflows.approvals import ApprovalBook
-    from workflows.context import ContextKeeper
-    from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
-    from workflows.models import (
+    from core import deadlines
+    from core.approvals import ApprovalBook
+    from core.models import (
         ERROR_INVALID_DECISION,
         ERROR_TOOL_RUNNING,
         QUERY_GET_STATE,
@@ -51,6 +50,9 @@ with workflow.unsafe.imports_passed_through():
         MoveResult,
         TurnStatus,
     )
+    from workflows import activity_calls as calls
+    from workflows.context import ContextKeeper
+    from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
     from workflows.notify_outbox import NotificationOutbox
     from workflows.status import StatusKeeper
     from workflows.stoppable import unless_closed
@@ -61,10 +63,7 @@ with workflow.unsafe.imports_passed_through():
 MAX_MODEL_STEPS_PER_TURN = 25
 # Compaction and the retry after a context-window error add commands: histories written before
 # them replay down the old path.
-COMPACTION_PATCH = "context-compaction"
-PIN_TOOLS_TO_HOST = "pin-tools-to-host"
 # A move re-pins the tools to another host: histories from before it never took one.
-MOVE_PATCH = "move-conversation-host"
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -201,12 +200,12 @@ class ConversationWorkflow:
         """One assistant message, the context compacted first when it would pass the budget; a
         context-window error compacts and retries once. None: the turn failed (and says why)."""
         tools, context = self._tools.schemas(), self._context
-        if context.wants_compaction(self._messages, tools) and workflow.patched(COMPACTION_PATCH):
+        if context.wants_compaction(self._messages, tools) and workflow.patched(patches.CONTEXT_COMPACTION):
             await self._compact(turn_id, tools)
         try:
             reply = await self._model_reply(turn_id, tools)
         except ActivityError as err:
-            if not (_error_type(err) == calls.ERROR_CONTEXT_WINDOW and workflow.patched(COMPACTION_PATCH)):
+            if not (_error_type(err) == calls.ERROR_CONTEXT_WINDOW and workflow.patched(patches.CONTEXT_COMPACTION)):
                 await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
                 return None
             context.learn_refusal(context.tokens(self._messages, tools))
@@ -251,7 +250,7 @@ class ConversationWorkflow:
         is an activity result, so it is in history and a replay (or another host) sees the same.
         Histories from before this choice existed keep running their tools on the shared queue.
         """
-        if self._tool_queue is None and workflow.patched(PIN_TOOLS_TO_HOST):
+        if self._tool_queue is None and workflow.patched(patches.PIN_TOOLS_TO_HOST):
             self._tool_queue = await calls.pick_tool_host()
         return self._tool_queue
 
@@ -358,7 +357,7 @@ class ConversationWorkflow:
         moving = _one_payload(UPDATE_MOVE, args, MoveInput)
         if moving is None:
             raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        workflow.patched(MOVE_PATCH)
+        workflow.patched(patches.MOVE_CONVERSATION_HOST)
         before, self._tool_queue = self._tool_queue, moving.to  # carried across continue-as-new
         workflow.logger.info("tools of %s moved from %s to %s by %s", self._id, before, moving.to, moving.by)
         return MoveResult(moved_from=before, to=moving.to)

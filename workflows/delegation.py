@@ -1,7 +1,7 @@
 """Subagents: the `delegate` tool starts a child ConversationWorkflow and returns its answer.
 
 The child is the same workflow, started with a `SubagentInfo`: it runs one turn over its task
-with a subset of its parent's tools under narrowed rules (workflows.subagent_policy), then ends
+with a subset of its parent's tools under narrowed rules (core.subagent_policy), then ends
 with its answer. Its id derives from the parent's id and the tool call id, so a replay or a
 retried task starts nothing new. The parent's close signals the child to close (its pending
 requests resolve `canceled`, nothing runs); a parent that fails or is terminated cancels it
@@ -21,10 +21,11 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ChildWorkflowError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
-    from workflows import activity_calls as calls
-    from workflows.approvals import ApprovalBook
-    from workflows.models import (
+    from core.approvals import ApprovalBook
+    from core.models import (
         SIGNAL_CLOSE,
         WORKFLOW_TYPE,
         ApprovalResolvedProjection,
@@ -37,14 +38,14 @@ with workflow.unsafe.imports_passed_through():
         ToolDef,
         ToolResult,
     )
+    from core.subagent_policy import narrow
+    from core.tool_registry import Catalog
+    from workflows import activity_calls as calls
     from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY, StatusKeeper
-    from workflows.subagent_policy import narrow
-    from workflows.tool_registry import Catalog
     from workflows.workspace_choice import carried_workspace
 
 DELEGATE = "delegate"
 # Starting a child adds commands; the marker says so in every history that delegated.
-DELEGATION_PATCH = "subagent-delegation"
 SUBAGENT_PROMPT = (
     "You are a subagent: you do one task for another assistant and answer it with a short report. "
     "Tools that change things need a person's approval; when a call is denied or expires, say so."
@@ -150,7 +151,7 @@ class Delegator:
         refusal = self._refusal(tools)
         if refusal is not None:
             return ToolResult(content=refusal, is_error=True)
-        workflow.patched(DELEGATION_PATCH)
+        workflow.patched(patches.SUBAGENT_DELEGATION)
         self.children_started += 1
         child_id = child_conversation_id(self._start.conversation_id, call.id)
         try:

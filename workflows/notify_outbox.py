@@ -15,12 +15,13 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
+    from core.models import NotificationInput
     from workflows import activity_calls as calls
-    from workflows.models import NotificationInput
 
 # Starting the carried notifications again adds activities to the new run.
-NOTIFICATIONS_CARRIED_PATCH = "notifications-carried-across-continue-as-new"
 
 
 class NotificationOutbox:
@@ -34,7 +35,7 @@ class NotificationOutbox:
 
     def resume(self, carried: list[NotificationInput]) -> None:
         """A new run starts again what the last one left on its way (those not yet expired)."""
-        if not carried or not workflow.patched(NOTIFICATIONS_CARRIED_PATCH):
+        if not carried or not workflow.patched(patches.NOTIFICATIONS_CARRIED):
             return
         for notification in carried:
             if notification.expires_at > workflow.now():

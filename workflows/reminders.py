@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from workflows.models import ApprovalRecord, NotificationInput, NotificationKind, NotifyPlan
-    from workflows.notify_outbox import NotificationOutbox
+from workflows import patches
 
-NOTIFY_PATCH = "approval-notifications"
+with workflow.unsafe.imports_passed_through():
+    from core.models import ApprovalRecord, NotificationInput, NotificationKind, NotifyPlan
+    from workflows.notify_outbox import NotificationOutbox
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class RequestTimers:
     async def wait(self) -> None:
         """Until the request is resolved, by a decision or by its expiry."""
         record = self._record
-        if record.notify is not None and workflow.patched(NOTIFY_PATCH):
+        if record.notify is not None and workflow.patched(patches.APPROVAL_NOTIFICATIONS):
             self._plan = record.notify
             self._send("request", 1, record.notify.channels)
         while record.resolution is None:

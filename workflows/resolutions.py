@@ -13,14 +13,15 @@ from collections.abc import Callable
 
 from temporalio import workflow
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
+    from core.approvals import ApprovalBook
+    from core.models import ApprovalRecord, ApprovalResolvedProjection, TurnStatus
     from workflows import activity_calls as calls
-    from workflows.approvals import ApprovalBook
-    from workflows.models import ApprovalRecord, ApprovalResolvedProjection, TurnStatus
     from workflows.status import StatusKeeper
 
 # An approved tool's activity writes the approval's resolution; before, an activity of its own did.
-CARRY_RESOLUTION_PATCH = "resolution-with-the-tool"
 
 
 class ResolutionMirror:
@@ -50,7 +51,7 @@ class ResolutionMirror:
         about to be by its own activity, not an asked call, or the tool would wait for another)."""
         if record is None or record.request_id in self._written or tool_waits:
             return None
-        if not workflow.patched(CARRY_RESOLUTION_PATCH):
+        if not workflow.patched(patches.RESOLUTION_WITH_THE_TOOL):
             return None
         self._carried.add(record.request_id)
         return self.payload(record)

@@ -8,8 +8,8 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
+    from core.models import ApprovalRecord, ConversationProjection, ProjectionEvent, TurnStatus
     from workflows import activity_calls as calls
-    from workflows.models import ApprovalRecord, ConversationProjection, ProjectionEvent, TurnStatus
 
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword("TurnStatus")
 PENDING_APPROVALS_KEY = SearchAttributeKey.for_int("PendingApprovals")

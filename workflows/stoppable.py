@@ -15,13 +15,14 @@ from typing import TypeVar
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-CLOSE_STOPS_MODEL_CALL_PATCH = "close-stops-model-call"
+from workflows import patches
+
 T = TypeVar("T")
 
 
 async def unless_closed(call: Awaitable[T], is_closed: Callable[[], bool]) -> T | None:
     """The call's result, or None when the conversation was closed first (the call is cancelled)."""
-    if not workflow.patched(CLOSE_STOPS_MODEL_CALL_PATCH):
+    if not workflow.patched(patches.CLOSE_STOPS_MODEL_CALL):
         return await call
     task = asyncio.ensure_future(call)
     await workflow.wait_condition(lambda: task.done() or is_closed())

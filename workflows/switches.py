@@ -11,13 +11,14 @@ from typing import Any
 
 from temporalio import workflow
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
+    from core.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput, EndDoor
     from workflows import activity_calls as calls
-    from workflows.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput, EndDoor
     from workflows.status import StatusKeeper
 
 # Writing an auto-approve switch to the projection is a new activity: histories from before it skip it.
-SWITCH_AUDIT_PATCH = "switch-audit"
 EVENT_AUTO_APPROVE = "conversation.auto_approve"
 
 
@@ -49,7 +50,7 @@ class Switches:
         self, switch: AutoApproveInput, status: StatusKeeper, pending: list[ApprovalRecord]
     ) -> None:
         self.auto_approve_by, self.auto_approve_door = switch.by, switch.door
-        if not workflow.patched(SWITCH_AUDIT_PATCH):
+        if not workflow.patched(patches.SWITCH_AUDIT):
             return
         self._written += 1
         key = f"auto_approve_{workflow.info().run_id}_{self._written}"

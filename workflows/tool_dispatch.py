@@ -15,17 +15,18 @@ from __future__ import annotations
 
 from temporalio import workflow
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
+    from core.models import ToolRequest, ToolResult
     from workflows import activity_calls as calls
-    from workflows.models import ToolRequest, ToolResult
 
 # Histories from before this choice send every pinned tool to the host's queue directly.
-EAGER_ON_HOST_PATCH = "tools-eager-on-host"
 
 
 async def run_pinned(request: ToolRequest, source: str, summary: str, host_queue: str | None) -> ToolResult:
     """Run one tool call on host_queue's host (None: on any worker of the shared queue)."""
-    if host_queue is None or not workflow.patched(EAGER_ON_HOST_PATCH):
+    if host_queue is None or not workflow.patched(patches.TOOLS_EAGER_ON_HOST):
         return await calls.run_tool(request, source, summary, host_queue)
     here = await calls.run_tool(request.model_copy(update={"run_on": host_queue}), source, summary)
     if not here.wrong_host:

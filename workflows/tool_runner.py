@@ -17,12 +17,13 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
-    from workflows import activity_calls as calls
-    from workflows.approvals import ApprovalBook, outcome_message
-    from workflows.approvers import approvers_for, keeps_asking, not_by_for, required_for
-    from workflows.edits import EDIT_PATCH, EditDesk, ran_with
-    from workflows.models import (
+    from core.approvals import ApprovalBook, outcome_message
+    from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from core.edits import EditDesk, ran_with
+    from core.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
         ChatMessage,
@@ -35,20 +36,19 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         request_id_for,
     )
+    from core.notify_plan import plan_for
+    from core.policy import evaluate, network_allowed
+    from core.tool_registry import Catalog, InvalidToolCall, main_argument_text
+    from core.tool_specs import BUILTIN_CATALOG
+    from workflows import activity_calls as calls
     from workflows.notify_outbox import NotificationOutbox
-    from workflows.notify_plan import plan_for
-    from workflows.policy import SHELL_NORMALISATION_PATCH, evaluate, network_allowed
     from workflows.reminders import RequestTimers
     from workflows.resolutions import ResolutionMirror
     from workflows.status import StatusKeeper
     from workflows.tool_dispatch import run_pinned
-    from workflows.tool_registry import Catalog, InvalidToolCall, main_argument_text
-    from workflows.tool_specs import BUILTIN_CATALOG
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
-PATCH_TOOL_CATALOG = "tool-catalog-activity"
 # Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
-APPROVERS_OUTRANK_LIFTS = "approvers-outrank-auto-approve"
 
 
 @dataclass
@@ -99,7 +99,7 @@ class ToolRunner:
         self._lock = asyncio.Lock()
         self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
-        enabled = lambda: workflow.patched(EDIT_PATCH)  # noqa: E731
+        enabled = lambda: workflow.patched(patches.EDIT_BEFORE_APPROVING)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
 
     def tool_running(self) -> bool:
@@ -108,7 +108,7 @@ class ToolRunner:
 
     async def list_catalog(self, turn_id: str) -> Catalog:
         """The tools this turn offers, listed by an activity so replay sees what the model saw."""
-        if not workflow.patched(PATCH_TOOL_CATALOG):
+        if not workflow.patched(patches.TOOL_CATALOG_ACTIVITY):
             return self._catalog
         try:
             listing = ListToolsInput(
@@ -178,11 +178,11 @@ class ToolRunner:
             main_argument_text(spec, arguments),
             always_allow=frozenset({spec.name}) if remembered else frozenset(),
             auto_approve=self._ctx.auto_approve(),
-            normalise_shell=workflow.patched(SHELL_NORMALISATION_PATCH),
+            normalise_shell=workflow.patched(patches.SHELL_RULE_NORMALISATION),
         )
         text = main_argument_text(spec, arguments)
         if verdict == "allow" and keeps_asking(self._ctx.policy, spec, arguments, text):
-            verdict = "ask" if workflow.patched(APPROVERS_OUTRANK_LIFTS) else verdict
+            verdict = "ask" if workflow.patched(patches.APPROVERS_OUTRANK_AUTO_APPROVE) else verdict
         changed = spec.name in book.always_allow and not remembered
         return _Plan(call, spec, arguments, verdict, changed=changed)
 

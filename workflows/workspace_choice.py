@@ -13,17 +13,17 @@ from typing import Any
 
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from workflows.models import ConversationInput
+from workflows import patches
 
-WORKSPACE_PER_CONVERSATION = "workspace-per-conversation"
+with workflow.unsafe.imports_passed_through():
+    from core.models import ConversationInput
 
 
 def choose_workspace(start: ConversationInput) -> str | None:
     """The run's workspace key; call it once, before the run's first command."""
     if start.workspace is not None or start.shared_workspace:
         return start.workspace
-    return start.conversation_id if workflow.patched(WORKSPACE_PER_CONVERSATION) else None
+    return start.conversation_id if workflow.patched(patches.WORKSPACE_PER_CONVERSATION) else None
 
 
 def carried_workspace(key: str | None) -> dict[str, Any]:

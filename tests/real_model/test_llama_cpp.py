@@ -21,13 +21,13 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from control import get_state, send_decision, start_conversation
-from settings import OPENAI_DEFAULT_MODEL, Settings
+from config.settings import OPENAI_DEFAULT_MODEL, Settings
+from core.models import ConversationState, DecisionInput
+from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, wait_pending
 from tests.processes import free_port
 from worker import build_worker
-from workflows.models import ConversationState, DecisionInput
 
 # Each step waits for a few model calls of a few seconds to a minute or two each (the server
 # answers one request at a time), so the test has more time than the suite's default.

@@ -1,0 +1,20 @@
+"""One way to reach Temporal for the worker, the CLI and the UI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.envconfig import ClientConfig
+
+from config.settings import Settings
+from payload_store import data_converter
+
+
+async def connect(settings: Settings | None = None) -> Client:
+    """Temporal's env config and profiles apply first; TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE win."""
+    settings = settings or Settings()
+    options: dict[str, Any] = dict(ClientConfig.load_client_connect_config())
+    options["target_host"] = settings.temporal_address
+    options["namespace"] = settings.namespace
+    return await Client.connect(**options, data_converter=data_converter(settings))

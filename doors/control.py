@@ -1,0 +1,207 @@
+"""What the CLI and the UI do to conversations: start, send, decide, read state."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from config.settings import Settings
+from core.ids import check_conversation_id
+from core.models import (
+    ERROR_UNKNOWN_APPROVAL,
+    QUERY_GET_STATE,
+    SIGNAL_APPROVAL_DECISION,
+    SIGNAL_CLOSE,
+    SIGNAL_SET_AUTO_APPROVE,
+    SIGNAL_SUBMIT_MESSAGE,
+    UPDATE_EXTEND,
+    UPDATE_MOVE,
+    WORKFLOW_TYPE,
+    AutoApproveInput,
+    CloseInput,
+    ConversationInput,
+    ConversationState,
+    DecisionInput,
+    Door,
+    ExtensionInput,
+    ExtensionResult,
+    MessageInput,
+    MoveInput,
+    MoveResult,
+)
+from storage.claims import DecisionRefused
+from storage.store import ProjectionStore
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+ERROR_CONVERSATION_CLOSED = "ConversationClosed"
+ERROR_UNDELIVERED = "Undelivered"
+
+
+def new_conversation_id() -> str:
+    return f"conv-{uuid.uuid4().hex[:12]}"
+
+
+async def start_conversation(
+    client: Client,
+    settings: Settings,
+    message: str,
+    conversation_id: str | None = None,
+    started_by: str | None = None,
+) -> str:
+    """Start one; an id outside the alphabet of core/ids.py raises InvalidConversationId.
+    started_by: the principal the door verified (self-approval rules refuse them their own calls)."""
+    conversation_id = check_conversation_id(conversation_id or new_conversation_id())
+    start = ConversationInput(
+        conversation_id=conversation_id,
+        started_by=started_by,
+        policy=settings.load_policy(),
+        delegation=settings.load_delegation(),
+        approval_timeout_seconds=settings.approval_timeout,
+        inbox=[message],
+        context_budget_tokens=settings.context_budget_tokens,
+    )
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        start,
+        id=conversation_id,
+        task_queue=settings.task_queue,
+        search_attributes=TypedSearchAttributes(
+            [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(PENDING_APPROVALS_KEY, 0)]
+        ),
+    )
+    return conversation_id
+
+
+async def send_message(client: Client, conversation_id: str, text: str) -> None:
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SUBMIT_MESSAGE, MessageInput(text=text))
+
+
+async def close_conversation(
+    client: Client, conversation_id: str, by: str | None = None, door: Door | None = None
+) -> None:
+    """End it; its pending approvals resolve as canceled. A finished one raises RPCError NOT_FOUND.
+    `by` and `door` are kept as evidence of who closed it."""
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_CLOSE, CloseInput(by=by, door=door))
+
+
+async def set_auto_approve(
+    client: Client, conversation_id: str, enabled: bool, by: str | None = None, door: Door | None = None
+) -> None:
+    """Auto-approve mode for one conversation: every ask is allowed, deny rules still apply."""
+    switch = AutoApproveInput(enabled=enabled, by=by, door=door)
+    await client.get_workflow_handle(conversation_id).signal(SIGNAL_SET_AUTO_APPROVE, switch)
+
+
+async def send_decision(
+    client: Client, settings: Settings, decision: DecisionInput, store: ProjectionStore | None = None
+) -> str:
+    """Claim the request (first wins), then signal it: a signal is kept even with no worker up.
+
+    `store` is the caller's open projection store (the UI keeps one); without it one is opened here.
+    """
+    if store is None:
+        store = ProjectionStore(settings.approvals_db)
+        try:
+            return await send_decision(client, settings, decision, store)
+        finally:
+            await store.close()
+    if decision.decision == "edit":
+        from doors.edit_control import send_edit
+
+        return await send_edit(client, decision, store)
+    try:
+        claimed = await store.claim_decision(decision)
+    except DecisionRefused as refused:
+        if refused.earlier is not None:
+            # The first decider may have died between its claim and its signal: deliver the first
+            # decision again so it is never lost (a second copy changes nothing in the workflow).
+            with contextlib.suppress(RPCError):
+                earlier_handle = client.get_workflow_handle(refused.earlier.conversation_id)
+                await earlier_handle.signal(SIGNAL_APPROVAL_DECISION, refused.earlier.decision)
+        raise
+    handle: WorkflowHandle = client.get_workflow_handle(claimed.conversation_id)
+    try:
+        await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
+    except RPCError:
+        await store.release_claim(decision.request_id)
+        raise
+    return claimed.conversation_id
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One call of a batch: sent (error_type None) or refused, with why."""
+
+    request_id: str
+    conversation_id: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+
+
+async def send_batch(
+    client: Client, settings: Settings, decisions: list[DecisionInput], store: ProjectionStore
+) -> list[BatchResult]:
+    """Each decision on its own, in order: one refused or undeliverable call does not stop the others,
+    and every call gets exactly one result."""
+    results = []
+    for decision in decisions:
+        try:
+            conversation_id = await send_decision(client, settings, decision, store)
+        except DecisionRefused as err:
+            results.append(BatchResult(decision.request_id, None, err.error_type, str(err)))
+        except RPCError as err:
+            # NOT_FOUND: the conversation has ended; anything else: Temporal could not take it now.
+            kind = ERROR_CONVERSATION_CLOSED if err.status == RPCStatusCode.NOT_FOUND else ERROR_UNDELIVERED
+            results.append(BatchResult(decision.request_id, None, kind, f"{decision.request_id}: {err.message}"))
+        else:
+            results.append(BatchResult(decision.request_id, conversation_id))
+    return results
+
+
+async def extend_approval(client: Client, extension: ExtensionInput, store: ProjectionStore) -> ExtensionResult:
+    """Move a pending request's deadline by update: the workflow checks the approver rules and answers
+    at once (it needs a running worker). A refusal raises DecisionRefused with the workflow's reason."""
+    row = await store.approval(extension.request_id)
+    if row is None:
+        raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {extension.request_id}")
+    handle = client.get_workflow_handle(row["conversation_id"])
+    try:
+        return await handle.execute_update(
+            UPDATE_EXTEND, extension, result_type=ExtensionResult, rpc_timeout=QUERY_TIMEOUT
+        )
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            raise DecisionRefused(cause.type or "Refused", cause.message) from None
+        raise
+
+
+async def move_conversation(
+    client: Client, conversation_id: str, to_queue: str, by: str | None = None, door: Door | None = None
+) -> MoveResult:
+    """Re-pin the conversation's tools to another host's queue, by update (it needs a running worker).
+    A tool of it running refuses (DecisionRefused with the workflow's reason)."""
+    handle = client.get_workflow_handle(conversation_id)
+    try:
+        return await handle.execute_update(
+            UPDATE_MOVE, MoveInput(to=to_queue, by=by, door=door), result_type=MoveResult, rpc_timeout=QUERY_TIMEOUT
+        )
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            raise DecisionRefused(cause.type or "Refused", cause.message) from None
+        raise
+
+
+async def get_state(client: Client, conversation_id: str, timeout: timedelta = QUERY_TIMEOUT) -> ConversationState:
+    """Bounded: a query needs a worker, and with none it would wait forever."""
+    handle = client.get_workflow_handle(conversation_id)
+    return await handle.query(QUERY_GET_STATE, result_type=ConversationState, rpc_timeout=timeout)

@@ -1,0 +1,135 @@
+"""The audit trail: every approval request and its decision, with the door it came through, the
+arguments hash it was made on, and what happened when the call ran.
+
+The decision's door and hash live in their own small table beside the approval rows (written
+with the resolution, once); the outcome comes from the execution state the tool activity records.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from core.models import ApprovalRecord, arguments_hash
+from storage.backend import Tx
+
+
+async def write_decision_facts(tx: Tx, record: ApprovalRecord) -> None:
+    """Keep how a decision was made; the first write wins, like the resolution it belongs to."""
+    if record.resolution is None:
+        return
+    await tx.execute(
+        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash, decided_groups_json)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (record.request_id, record.decided_via, record.decided_args_hash, json.dumps(record.decided_groups)),
+    )
+
+
+# What became of the call: decided rows that never ran say so; an allowed call's execution state
+# (written by the tool activity) says whether it ran, failed, or may have run (unknown).
+_OUTCOMES = {"done": "ran", "failed": "failed", "unknown": "unknown", "running": "running"}
+
+
+def outcome(decision: str | None, execution_state: str | None) -> str:
+    if decision is None:
+        return "waiting"
+    if decision not in ("allow", "always_allow", "edit"):
+        return "not run"
+    if execution_state is None:
+        return "not recorded"
+    return _OUTCOMES.get(execution_state, execution_state)
+
+
+async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
+    """Every request since an ISO time (all when None), oldest first."""
+    sql = (
+        "SELECT a.request_id, a.conversation_id, a.tool_name, a.permission_type, a.details_json, a.created_at,"
+        " a.resolved_at, a.decision, a.decided_by, a.reason, a.execution_state, f.decided_via, f.decided_args_hash,"
+        " a.edited_arguments_json, f.decided_groups_json"
+        " FROM ui_pending_approvals a LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
+    )
+    params: list[Any] = []
+    if since is not None:
+        sql += " WHERE a.created_at >= ? OR a.resolved_at >= ?"
+        params = [since, since]
+    sql += " ORDER BY a.created_at, a.request_id"
+    rows = []
+    for item in await tx.fetchall(sql, params):
+        arguments = json.loads(item.pop("details_json")).get("arguments", {})
+        item["arguments"] = arguments
+        item["args_hash"] = arguments_hash(arguments)
+        edited = item.pop("edited_arguments_json")
+        item["edited_arguments"] = json.loads(edited) if edited else None  # what an edit ran instead
+        item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")
+        item["outcome"] = outcome(item["decision"], item["execution_state"])
+        rows.append(item)
+    return rows
+
+
+# The conversation's switches: a close and every auto-approve switch, with who flipped it and how.
+_SWITCH_EVENTS = {"conversation.closed": "close", "conversation.auto_approve": "auto_approve"}
+
+
+async def list_switches(tx: Tx, since: str | None = None, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    """Every switch since an ISO time (all when None), of one conversation or all, oldest first."""
+    sql = "SELECT conversation_id, event_type, payload_json, created_at FROM ui_events WHERE event_type IN (?, ?)"
+    params: list[Any] = list(_SWITCH_EVENTS)
+    if since is not None:
+        sql += " AND created_at >= ?"
+        params.append(since)
+    if conversation_id is not None:
+        sql += " AND conversation_id = ?"
+        params.append(conversation_id)
+    rows = []
+    for item in await tx.fetchall(sql + " ORDER BY event_id", params):
+        payload = json.loads(item["payload_json"])
+        rows.append(
+            {
+                "kind": "switch",
+                "conversation_id": item["conversation_id"],
+                "switch": _SWITCH_EVENTS[item["event_type"]],
+                "enabled": payload.get("enabled"),
+                "by": payload.get("by"),
+                "door": payload.get("door"),
+                # A close names its own moment: the signal's, which a running call may have outlasted.
+                "created_at": payload.get("at") or item["created_at"],
+            }
+        )
+    return rows
+
+
+async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
+    """The whole audit: requests (kind `request`) and switches (kind `switch`), oldest first."""
+    requests = [{"kind": "request", **row} for row in await list_audit(tx, since)]
+    return sorted(requests + await list_switches(tx, since), key=lambda row: str(row["created_at"]))
+
+
+def switch_text(row: dict[str, Any]) -> str:
+    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`, `finished its task for conv-1 (subagent)`."""
+    if row["switch"] == "close" and row["door"] == "subagent":
+        return f"finished its task for {row['by']} (subagent)"
+    what = "closed" if row["switch"] == "close" else f"auto-approve switched {'on' if row['enabled'] else 'off'}"
+    door = row["door"] or "signal"
+    return f"{what} by {row['by']} ({door})" if row["by"] else f"{what} by an unnamed caller ({door})"
+
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(text: str, now: datetime | None = None) -> str:
+    """`--since` as stored times compare: a duration back from now (30m, 12h, 7d) or an ISO date or
+    time (UTC unless it says otherwise). Raises ValueError for anything else."""
+    match = _DURATION.match(text.strip())
+    if match:
+        moment = (now or datetime.now(UTC)) - timedelta(**{_UNITS[match[2]]: int(match[1])})
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is neither a duration (30m, 12h, 7d) nor an ISO date or time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()

@@ -1,0 +1,85 @@
+"""Where the read model and the ledger live, chosen by URL, behind one small async interface.
+
+`APPROVALS_DB` and `LEDGER_DB` name a database: a plain path or `sqlite:///path` (an embedded file,
+the default) or `postgresql://...` (a server that workers and UIs on many hosts share). Each query
+is written once against `Tx` with `?` placeholders and runs on either backend; a whole operation
+runs in one transaction through `Backend.run`, so the callers never see a connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+T = TypeVar("T")
+Component = Literal["projection", "ledger"]
+Dialect = Literal["sqlite", "postgresql"]
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class Tx(Protocol):
+    """One transaction. Placeholders are `?`; rows come back as dicts."""
+
+    dialect: Dialect
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; returns the number of rows it changed."""
+        ...
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None: ...
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
+
+    async def append_events(self) -> None:
+        """Called before ui_events rows are inserted: event ids must grow in commit order, so a
+        reader that follows `event_id > last` never skips a row committed late."""
+        ...
+
+
+Operation = Callable[[Tx], Awaitable[T]]
+
+
+class Backend(Protocol):
+    """A database holding one component's tables (created and upgraded on first use)."""
+
+    location: str
+
+    async def run(self, operation: Operation[T], *, write: bool = True) -> T:
+        """Run operation(tx) in one transaction and return its result; nothing here blocks the loop."""
+        ...
+
+    async def event_mark(self) -> int:
+        """A counter that grows when ui_events rows arrive: take it before reading the log."""
+        ...
+
+    async def wait_for_events(self, timeout: float, mark: int | None = None) -> None:
+        """Return once rows may have arrived since `mark`, or after timeout (never raises on timeout)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def is_postgres(location: str | Path) -> bool:
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def sqlite_path(location: str | Path) -> Path:
+    """`sqlite:///abs/path` (or `sqlite:////abs/path`), `sqlite:rel/path` or a plain path, as a path."""
+    text = str(location)
+    if text.startswith("sqlite://"):
+        return Path("/" + text.removeprefix("sqlite://").lstrip("/"))
+    if text.startswith("sqlite:"):
+        return Path(text.removeprefix("sqlite:"))
+    return Path(text)
+
+
+def open_backend(location: str | Path, component: Component) -> Backend:
+    """The backend for a URL or path; PostgreSQL's driver is imported only when it is used."""
+    if is_postgres(location):
+        from storage.postgres_backend import PostgresBackend
+
+        return PostgresBackend(str(location), component)
+    from storage.sqlite_backend import SqliteBackend
+
+    return SqliteBackend(sqlite_path(location), component)

@@ -1,0 +1,138 @@
+"""The shared backend: PostgreSQL through psycopg 3's async pool, for workers and UIs on many hosts.
+
+Every operation runs in one transaction on a pooled connection (READ COMMITTED; the queries are
+written so that an atomic `INSERT ... ON CONFLICT` or a conditional `UPDATE` arbitrates races).
+New ui_events rows are announced with NOTIFY, and the UI's stream LISTENs instead of polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from storage.backend import Component, Dialect, Operation, T
+from storage.migrations import migrate
+
+log = logging.getLogger(__name__)
+CHANNEL = "ui_events"
+# Two advisory lock keys: one for schema upgrades, one that orders event ids by commit.
+SCHEMA_LOCK = 72_610_001
+EVENTS_LOCK = 72_610_002
+POOL_SIZE = 10
+
+
+class PostgresTx:
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, conn: psycopg.AsyncConnection[dict[str, Any]]) -> None:
+        self._conn = conn
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cursor = await self._conn.execute(self._sql(sql), tuple(params))  # type: ignore[arg-type]
+        return cursor.rowcount
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        cursor = await self._conn.execute(self._sql(sql), tuple(params))  # type: ignore[arg-type]
+        return await cursor.fetchone()
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cursor = await self._conn.execute(self._sql(sql), tuple(params))  # type: ignore[arg-type]
+        return await cursor.fetchall()
+
+    async def append_events(self) -> None:
+        # Identity values are handed out at insert time, not at commit: without this lock a reader
+        # could see id 12 committed before id 11 and never come back for 11.
+        await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (EVENTS_LOCK,))
+        await self._conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))  # delivered at commit
+
+
+class PostgresBackend:
+    def __init__(self, url: str, component: Component, pool_size: int = POOL_SIZE) -> None:
+        self.location = url
+        self._component: Component = component
+        self._pool_size = pool_size
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[dict[str, Any]]] | None = None
+        self._opening = asyncio.Lock()
+        self._listener: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._version = 0
+
+    async def _ready(self) -> AsyncConnectionPool[psycopg.AsyncConnection[dict[str, Any]]]:
+        if self._pool is not None:
+            return self._pool
+        async with self._opening:
+            if self._pool is None:
+                pool: AsyncConnectionPool[psycopg.AsyncConnection[dict[str, Any]]] = AsyncConnectionPool(
+                    self.location,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    open=False,
+                    kwargs={"autocommit": True, "row_factory": dict_row},
+                )
+                await pool.open(wait=True, timeout=30)
+                async with pool.connection() as conn, conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                    await migrate(PostgresTx(conn), self._component, datetime.now(UTC).isoformat())
+                self._pool = pool
+        return self._pool
+
+    async def run(self, operation: Operation[T], *, write: bool = True) -> T:
+        pool = await self._ready()
+        async with pool.connection() as conn, conn.transaction():
+            return await operation(PostgresTx(conn))
+
+    async def event_mark(self) -> int:
+        """A counter that grows with every NOTIFY; take it before reading, then wait on it."""
+        await self._ready()
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen())
+        return self._version
+
+    async def wait_for_events(self, timeout: float, mark: int | None = None) -> None:
+        if mark is None:
+            mark = await self.event_mark()
+        if self._version > mark:
+            return
+        changed = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout)
+
+    def _bump(self) -> None:
+        self._version += 1
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _listen(self) -> None:
+        """One LISTEN connection per process; after a lost connection, reconnect and wake readers."""
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.location, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    self._bump()  # anything sent while not listening is read by the woken readers
+                    async for _ in conn.notifies():
+                        self._bump()
+            except psycopg.Error as err:
+                log.warning("event listener lost its connection (%s); reconnecting", err)
+                await asyncio.sleep(1.0)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None

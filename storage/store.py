@@ -1,0 +1,218 @@
+"""The read model's one interface: every write, read, claim and event of the projection.
+
+`ProjectionStore(location)` takes `APPROVALS_DB` (a path, `sqlite:///path` or `postgresql://...`);
+each method is one transaction on that backend and never blocks the event loop. The worker's
+activities write, the CLI and the UI read and claim, a rebuild does both; none of them sees SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from core.models import (
+    ApprovalRecord,
+    ApprovalRequestedProjection,
+    ApprovalResolvedProjection,
+    CompactionProjection,
+    ConversationProjection,
+    DecisionInput,
+    ProjectionEvent,
+)
+from storage import audit, claims, reader, sessions, stream_events, users, writes
+from storage.backend import Backend, Tx, open_backend
+from storage.claims import ClaimedDecision
+from storage.reader import ApprovalFilter, Page
+from storage.users import Principal
+
+
+class ProjectionStore:
+    def __init__(self, location: str | Path, delta_retention_seconds: float | None = None) -> None:
+        """delta_retention_seconds: a writer prunes streamed pieces older than this (None: never)."""
+        self.backend: Backend = open_backend(location, "projection")
+        self.location = self.backend.location
+        self.delta_retention_seconds = delta_retention_seconds
+        self._on_resolved: Callable[[ApprovalRecord], Coroutine[Any, Any, None]] | None = None
+        self._followers: set[asyncio.Task[None]] = set()
+
+    def on_resolved(self, follower: Callable[[ApprovalRecord], Coroutine[Any, Any, None]]) -> None:
+        """A worker's hook, told of each resolution once it is written, in the background (so a slow
+        receiver never delays the tool or the turn): the Slack messages of a decided request."""
+        self._on_resolved = follower
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+    # Writes: the worker's projection activities, in the workflow's order; each is idempotent.
+    async def project_conversation(self, conv: ConversationProjection) -> None:
+        await self.backend.run(lambda tx: writes.write_conversation(tx, conv))
+
+    async def project_approval_requested(self, payload: ApprovalRequestedProjection) -> bool:
+        return await self.backend.run(lambda tx: writes.write_approval_requested(tx, payload))
+
+    async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
+        await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
+        if self._on_resolved is not None:
+            task = asyncio.create_task(self._on_resolved(payload.approval))
+            self._followers.add(task)
+            task.add_done_callback(self._followers.discard)
+
+    async def project_approval_changed(self, record: ApprovalRecord) -> None:
+        await self.backend.run(lambda tx: writes.write_approval_changed(tx, record))
+
+    async def project_compaction(self, payload: CompactionProjection) -> None:
+        await self.backend.run(lambda tx: writes.write_compaction(tx, payload))
+
+    async def append_stream_event(self, event: ProjectionEvent) -> None:
+        """A running model call's streamed text (see storage/stream_events.py); the end of a
+        reply also prunes old pieces, in a transaction of its own."""
+        await self.backend.run(lambda tx: stream_events.append_event(tx, event))
+        if self.delta_retention_seconds is not None and stream_events.ends_a_reply(event):
+            retention = self.delta_retention_seconds
+            await self.backend.run(lambda tx: stream_events.prune_deltas(tx, retention))
+
+    async def mark_execution(self, request_id: str, state: str) -> None:
+        await self.backend.run(lambda tx: writes.mark_execution(tx, request_id, state))
+
+    async def resolve_stale(
+        self, conversation_id: str, resolutions: dict[str, str], keep: set[str], reason: dict[str, str]
+    ) -> int:
+        """Resolve the conversation's unresolved rows not in `keep`, as `resolutions` say (a rebuild)."""
+
+        async def operation(tx: Tx) -> int:
+            fixed = 0
+            for request_id in await writes.unresolved_request_ids(tx, conversation_id):
+                if request_id in keep or request_id not in resolutions:
+                    continue
+                fixed += await writes.resolve_stale(
+                    tx, request_id, resolutions[request_id], "rebuild", reason[request_id]
+                )
+            return fixed
+
+        return await self.backend.run(operation)
+
+    async def unresolved_request_ids(self, conversation_id: str) -> list[str]:
+        return await self.backend.run(lambda tx: writes.unresolved_request_ids(tx, conversation_id), write=False)
+
+    # Claims: the deciders' arbiter (first decision wins across every process and host).
+    async def claim_decision(self, decision: DecisionInput) -> ClaimedDecision:
+        return await self.backend.run(lambda tx: claims.claim_decision(tx, decision))
+
+    async def release_claim(self, request_id: str) -> None:
+        await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
+
+    # Login sessions of the UI, shared by every UI process.
+    async def open_session(self, session_hash: str, expires_at: datetime, replaces: str | None = None) -> None:
+        await self.backend.run(lambda tx: sessions.open_session(tx, session_hash, expires_at, replaces))
+
+    async def session_is_open(self, session_hash: str) -> bool:
+        return await self.backend.run(lambda tx: sessions.session_is_open(tx, session_hash), write=False)
+
+    async def close_session(self, session_hash: str) -> None:
+        await self.backend.run(lambda tx: sessions.close_session(tx, session_hash))
+
+    # People who approve, and whom a login session belongs to.
+    async def add_user(self, name: str, groups: list[str]) -> str:
+        return await self.backend.run(lambda tx: users.add_user(tx, name, groups))
+
+    async def remove_user(self, name: str) -> bool:
+        return await self.backend.run(lambda tx: users.remove_user(tx, name))
+
+    async def list_users(self) -> list[dict[str, Any]]:
+        return await self.backend.run(users.list_users, write=False)
+
+    async def groups_of(self, name: str) -> list[str]:
+        return await self.backend.run(lambda tx: users.groups_of(tx, name), write=False)
+
+    async def verify_token(self, token: str) -> Principal | None:
+        return await self.backend.run(lambda tx: users.verify_token(tx, token), write=False)
+
+    async def bind_session(self, session_hash: str, name: str) -> None:
+        await self.backend.run(lambda tx: users.bind_session(tx, session_hash, name))
+
+    async def session_person(self, session_hash: str) -> Principal | None:
+        return await self.backend.run(lambda tx: users.session_person(tx, session_hash), write=False)
+
+    # Reads.
+    async def audit(self, since: str | None = None) -> list[dict[str, Any]]:
+        """Every request and its decision's facts since an ISO time, oldest first."""
+        return await self.backend.run(lambda tx: audit.list_audit(tx, since), write=False)
+
+    async def audit_trail(self, since: str | None = None) -> list[dict[str, Any]]:
+        """Requests and switches together, oldest first (see audit.list_trail)."""
+        return await self.backend.run(lambda tx: audit.list_trail(tx, since), write=False)
+
+    async def switches(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Who closed the conversation and switched its auto-approve, oldest first."""
+        return await self.backend.run(lambda tx: audit.list_switches(tx, None, conversation_id), write=False)
+
+    async def conversations(
+        self, limit: int | None = None, after: str | None = None, status: str | None = None
+    ) -> Page:
+        return await self.backend.run(lambda tx: reader.list_conversations(tx, limit, after, status), write=False)
+
+    async def conversation(self, conversation_id: str) -> dict[str, Any] | None:
+        return await self.backend.run(lambda tx: reader.get_conversation(tx, conversation_id), write=False)
+
+    async def subagents(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The conversations this one delegated to (its children in the inbox's tree)."""
+        return await self.backend.run(lambda tx: reader.list_subagents(tx, conversation_id), write=False)
+
+    async def approvals(
+        self,
+        status: ApprovalFilter = "pending",
+        conversation_id: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> Page:
+        return await self.backend.run(
+            lambda tx: reader.list_approvals(tx, status, conversation_id, limit, after), write=False
+        )
+
+    async def archived_messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Messages compactions took out of the model's transcript, oldest first."""
+        return await self.backend.run(lambda tx: reader.archived_messages(tx, conversation_id), write=False)
+
+    async def open_conversations(self) -> list[dict[str, Any]]:
+        """Every conversation not closed, with its newest event's payload (the failure watch's view)."""
+        return await self.backend.run(reader.open_conversations, write=False)
+
+    async def approval(self, request_id: str) -> dict[str, Any] | None:
+        return await self.backend.run(lambda tx: reader.get_approval(tx, request_id), write=False)
+
+    async def conversation_view(self, conversation_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """One conversation's row and all its approvals, oldest first, read together."""
+
+        async def operation(tx: Tx) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+            row = await reader.get_conversation(tx, conversation_id)
+            return row, (await reader.list_approvals(tx, "all", conversation_id)).items
+
+        return await self.backend.run(operation, write=False)
+
+    # Events.
+    async def latest_event_id(self) -> int:
+        return await self.backend.run(reader.latest_event_id, write=False)
+
+    async def events(
+        self, after_event_id: int = 0, conversation_id: str | None = None, limit: int = 500
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Events after a position, and the newest id (lower than the position after a rebuild)."""
+
+        async def operation(tx: Tx) -> tuple[list[dict[str, Any]], int]:
+            found = await reader.events_after(tx, after_event_id, conversation_id, limit)
+            return found, await reader.latest_event_id(tx)
+
+        return await self.backend.run(operation, write=False)
+
+    async def event_mark(self) -> int:
+        return await self.backend.event_mark()
+
+    async def wait_for_events(self, timeout: float, mark: int | None = None) -> None:
+        """Until new events may exist: LISTEN/NOTIFY on PostgreSQL, a short poll on SQLite."""
+        await self.backend.wait_for_events(timeout, mark)
+
+
+__all__ = ["ClaimedDecision", "Page", "ProjectionStore"]

@@ -1,0 +1,61 @@
+"""The bench harness still proves what it claims: a five-conversation recovery run on each backend
+(two new workers after the SIGKILL), counts only.
+
+No timing is asserted here; `make bench` reports the figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import sc_history, sc_parked, sc_recovery
+from bench.devserver import bench_server
+from bench.harness import Bench, payload_dir
+from bench.script import start_model
+from config.settings import Settings
+
+
+async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sc_parked, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)
+    server = bench_server(tmp_path / "temporal.log").start()
+    model = start_model()
+    bench = Bench(
+        root=tmp_path,
+        server=server,
+        client=await server.client(Settings(payload_store=str(payload_dir(tmp_path)))),
+        model=model,
+    )
+    try:
+        result = await sc_recovery.run(bench, 5)
+    finally:
+        bench.stop_workers()
+        bench.close()
+        model.stop()
+        server.stop()
+    assert [(c.name, c.expected, c.actual) for c in bench.checks if not c.ok] == []
+    assert len(bench.checks) == 8, "four counts per backend"
+    for backend in ("sqlite", "postgresql"):
+        done = result["backends"][backend]
+        assert (done["tools_run"], done["model_requests"], done["workers"]) == (5, 10, 2), backend
+
+
+async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -> None:
+    server = bench_server(tmp_path / "temporal.log").start()
+    model = start_model()
+    client = await server.client(Settings(payload_store=str(payload_dir(tmp_path))))
+    bench = Bench(root=tmp_path, server=server, client=client, model=model)
+    try:
+        result = await sc_history.run(bench, 6, payload_threshold=8192)
+    finally:
+        bench.stop_workers()
+        model.stop()
+        server.stop()
+    assert [(c.name, c.expected, c.actual) for c in bench.checks if not c.ok] == []
+    assert len(bench.checks) == 3
+    rows = result["per_turn"]
+    assert rows[0]["external_bytes"] == 0  # a short transcript stays inline
+    assert all(row["external_bytes"] > 8192 for row in rows[3:])  # then each model input is stored
+    assert result["largest_inline_payload_bytes"] < 8192 and result["payload_store_files"] > 0

@@ -1,0 +1,46 @@
+"""Histories recorded by earlier releases replay on today's code.
+
+Conversations wait for days across deploys: a worker running new code must rebuild every waiting
+or running conversation from the history the old code wrote. Each file under tests/histories/ is
+one such history (finished, waiting for a person, continued as new, expired); a change of the
+workflow's commands that is not behind `workflow.patched` fails here with a non-determinism error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from config.settings import Settings
+from payload_store import data_converter
+from payload_store.history import references
+from workflows.conversation import ConversationWorkflow
+
+HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
+# The payload store the histories with references were recorded against (read only here).
+PAYLOADS = Path(__file__).parent.parent / "histories" / "payloads"
+
+
+def test_the_previous_release_left_histories_to_replay() -> None:
+    assert len(HISTORIES) >= 10, "tests/histories/ lost its recorded histories"
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_committed_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    converter = data_converter(Settings(payload_store=str(PAYLOADS)))
+    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"
+
+
+def test_a_history_with_stored_payloads_is_committed_with_its_payloads() -> None:
+    history = WorkflowHistory.from_json("stored_payloads", (PAYLOADS.parent / "stored_payloads.json").read_text())
+    found = references(history)
+    assert found and all(r.driver_name == "local-files" for r in found)
+    for reference in found:
+        digest = reference.claim_data["hash_value"]
+        assert (PAYLOADS / "sha256" / digest[:2] / digest).is_file(), digest

@@ -1,0 +1,244 @@
+"""Many hosts: three workers with three workspaces, one PostgreSQL, two UIs and the CLI at once.
+
+Each conversation asks to run a shell command that appends its marker to a file in the workspace.
+Every request is decided three times at once (UI one, UI two, the CLI): exactly one wins. Workers
+are SIGKILLed while this runs and replaced (same host name, same workspace, as a restarted host).
+At the end every approved command ran exactly once, in the workspace of the host its conversation
+was pinned to (as history records it); one whose worker died mid-command was reported to the model
+as "outcome unknown" and never run again; and a projection rebuild from Temporal changes no row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from config.settings import Settings
+from demo_model.server import text_reply, tool_reply
+from doors.control import get_state, start_conversation
+from maintenance.rebuild import rebuild_projection
+from tests.failure_support import address_of
+from tests.helpers import eventually, rows, tool_messages
+from tests.postgres import PostgresServer
+from tests.processes import REPO_ROOT, WorkerProcess, free_port, process_env, wait_for_port
+from tests.scripts import ScriptedModel, first_user_text, last_role, tool_results
+
+CONVERSATIONS = 300
+HOSTS = ("host-a", "host-b", "host-c")
+KILL_EVERY = (2.0, 5.0)  # seconds between SIGKILLs while the decisions go out
+EXECUTE = "execute_tool"
+
+
+def mark_behaviour(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user's text is the marker: append it to marks.txt, then report the result."""
+    if last_role(messages) == "user":
+        marker = first_user_text(messages)
+        return tool_reply(("call_1", "run_shell", {"command": f"echo {marker} >> marks.txt"}))
+    return text_reply("done: " + " | ".join(str(m["content"]) for m in tool_results(messages)))
+
+
+@pytest.fixture
+def many_hosts_settings(settings: Settings, postgres: PostgresServer) -> Settings:
+    from dataclasses import replace
+
+    return replace(settings, approvals_db=postgres.new_database())
+
+
+async def decide_three_ways(ui_urls: list[str], env: dict[str, str], request_id: str) -> list[str]:
+    """UI one, UI two and the CLI decide the same request at once; returns each one's outcome."""
+
+    async def by_ui(url: str, who: str) -> str:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            answer = await http.post(f"/api/approvals/{request_id}/decision", json={"decision": "allow", "name": who})
+        return {200: "won", 409: "refused"}.get(answer.status_code, f"http {answer.status_code}: {answer.text}")
+
+    async def by_cli() -> str:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "starter.py",
+            "approve",
+            request_id,
+            "--as",
+            "cli",
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        _, err = await proc.communicate()
+        return {0: "won", 3: "refused"}.get(proc.returncode or 0, f"exit {proc.returncode}: {err.decode()}")
+
+    return list(await asyncio.gather(by_ui(ui_urls[0], "ui-one"), by_ui(ui_urls[1], "ui-two"), by_cli()))
+
+
+async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
+    client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    settings = many_hosts_settings
+    model.behaviour = mark_behaviour
+    address = address_of(client)
+    workspaces = {host: tmp_path / f"workspace-{host}" for host in HOSTS}
+
+    def worker(host: str) -> WorkerProcess:
+        env = process_env(settings, address, WORKER_HOST=host, WORKSPACE_DIR=str(workspaces[host]))
+        return WorkerProcess(env, tmp_path / f"worker-{host}.log").start()
+
+    workers = {host: worker(host) for host in HOSTS}
+    ui_ports = [free_port(), free_port()]
+    uis = [
+        subprocess.Popen(
+            [sys.executable, "starter.py", "ui"],
+            cwd=REPO_ROOT,
+            env=process_env(settings, address, UI_PORT=str(port)),
+            stdout=(tmp_path / f"ui-{port}.log").open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        for port in ui_ports
+    ]
+    cli_env = process_env(settings, address)
+    try:
+        for port in ui_ports:
+            wait_for_port(port)
+        for started in workers.values():  # all three poll before the first conversation picks a host
+            started.wait_ready()
+        phases = [("start", time.monotonic())]  # where the test's time goes, printed at the end
+        markers = [f"mark-{i:03d}" for i in range(CONVERSATIONS)]
+        ids = {marker: await start_conversation(client, settings, marker) for marker in markers}
+
+        async def all_pending() -> list[dict[str, Any]]:
+            found = rows(settings.approvals_db, "SELECT request_id FROM ui_pending_approvals WHERE decision IS NULL")
+            return found if len(found) == CONVERSATIONS else []
+
+        requests = [row["request_id"] for row in await eventually(all_pending, timeout=900, interval=0.5)]
+        phases.append(("every conversation waiting", time.monotonic()))
+
+        deciding = asyncio.Event()
+        kills: list[str] = []
+
+        async def chaos() -> None:
+            """SIGKILL a random host's worker every few seconds while decisions go out; replace it."""
+            while not deciding.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(deciding.wait(), random.uniform(*KILL_EVERY))
+                    return
+                host = random.choice(HOSTS)
+                workers[host].kill()
+                workers[host] = worker(host)
+                kills.append(host)
+
+        ui_urls = [f"http://127.0.0.1:{port}" for port in ui_ports]
+        gate = asyncio.Semaphore(4)
+
+        async def decide(request_id: str) -> list[str]:
+            async with gate:
+                return await decide_three_ways(ui_urls, cli_env, request_id)
+
+        chaos_task = asyncio.create_task(chaos())
+        outcomes = await asyncio.gather(*(decide(request_id) for request_id in requests))
+        deciding.set()
+        phases.append(("every request decided three ways", time.monotonic()))
+        await chaos_task
+        assert kills, "workers were killed while the decisions went out"
+        for request_id, outcome in zip(requests, outcomes, strict=True):
+            assert sorted(outcome) == ["refused", "refused", "won"], (request_id, outcome)
+
+        async def all_idle() -> dict[str, Any]:
+            states = {}
+            for marker, cid in ids.items():
+                state = await get_state(client, cid)
+                if state.turn_status != "idle":
+                    return {}
+                states[marker] = state
+            return states
+
+        states = await eventually(all_idle, timeout=900, interval=1.0)
+        phases.append(("every turn idle", time.monotonic()))
+        marks = {host: _host_lines(workspaces[host], "marks.txt") for host in HOSTS}
+        used: set[str | None] = set()
+        unknown: list[str] = []
+        for marker, cid in ids.items():
+            pinned = await _pinned_host(client, cid, settings)
+            assert pinned in HOSTS, (cid, pinned)
+            used.add(pinned)
+            ran = {host: marks[host].count(marker) for host in HOSTS}
+            [result] = tool_messages(states[marker])
+            if "Outcome unknown" in result:
+                # Its worker died after the ledger counted it started: never run again, and the
+                # command (in its own process group) still ran once, unless the kill came in the
+                # instant between the ledger's start and the command's.
+                unknown.append(marker)
+                assert ran[pinned] <= 1 and all(ran[h] == 0 for h in HOSTS if h != pinned), (marker, ran)
+                continue
+            assert ran == {h: int(h == pinned) for h in HOSTS}, (marker, ran, result)
+
+        assert len(used) >= 2, f"the conversations spread over the hosts: {used}"
+        ran_once = sum(1 for marker in markers if sum(marks[h].count(marker) for h in HOSTS) == 1)
+        print(f"{len(kills)} workers killed; {len(unknown)} outcome(s) unknown; {ran_once}/{CONVERSATIONS} ran once")
+
+        async def caught_up() -> dict[str, list[dict[str, Any]]]:
+            """The projection catches up: a write whose worker was killed is retried when its
+            activity times out (30 s), so the last rows may land after the workflows went idle."""
+            found = _projection(settings)
+            idle = all((r["turn_status"], r["pending_count"]) == ("idle", 0) for r in found["conversations"])
+            return found if idle and len(found["conversations"]) == CONVERSATIONS else {}
+
+        before = await eventually(caught_up, timeout=120, interval=1.0)
+        phases.append(("projection caught up", time.monotonic()))
+        assert [row["decision"] for row in before["approvals"]] == ["allow"] * CONVERSATIONS
+        winners = {row["decided_by"] for row in before["approvals"]}
+        assert winners <= {"ui-one", "ui-two", "cli"}
+        report = await rebuild_projection(client, settings)
+        assert (report.pending_restored, report.stale_resolved, report.unreachable) == (0, 0, [])
+        assert _projection(settings) == before
+        phases.append(("checked and rebuilt", time.monotonic()))
+        print(", ".join(f"{name}: {t - phases[i][1]:.0f}s" for i, (name, t) in enumerate(phases[1:])))
+    finally:
+        for ui in uis:
+            ui.terminate()
+            ui.wait(timeout=30)
+        for process in workers.values():
+            process.stop()
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+def _host_lines(root: Path, name: str) -> list[str]:
+    """The lines of `name` in every conversation's workspace on one host."""
+    return [line for path in sorted(root.rglob(name)) for line in _lines(path)]
+
+
+async def _pinned_host(client: Client, conversation_id: str, settings: Settings) -> str | None:
+    """The host history shows the conversation's tool was sent to (the host its request names)."""
+    history = await client.get_workflow_handle(conversation_id).fetch_history()
+    for event in history.events:
+        scheduled = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes") and scheduled.activity_type.name == EXECUTE:
+            queue = json.loads(scheduled.input.payloads[0].data).get("run_on") or scheduled.task_queue.name
+            return str(queue).removeprefix(f"{settings.task_queue}@")
+    return None
+
+
+def _projection(settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "conversations": rows(
+            settings.approvals_db,
+            "SELECT conversation_id, turn_status, pending_count FROM ui_conversations ORDER BY conversation_id",
+        ),
+        "approvals": rows(
+            settings.approvals_db,
+            "SELECT request_id, decision, decided_by, resolved_at FROM ui_pending_approvals ORDER BY request_id",
+        ),
+    }

@@ -1,0 +1,46 @@
+"""Every `workflow.patched` id, in the order the changes were made.
+
+A conversation waits for days across deploys, so a change of the commands a workflow issues goes
+behind a patch: histories recorded before it replay down the old path, new ones record the
+marker. The ids are stored in histories (tests/histories/): never rename or reuse one.
+"""
+
+from __future__ import annotations
+
+TOOL_CATALOG_ACTIVITY = "tool-catalog-activity"  # the turn's tools listed by an activity
+CONTEXT_COMPACTION = "context-compaction"  # older turns folded into a summary past the budget
+PIN_TOOLS_TO_HOST = "pin-tools-to-host"  # a conversation's tools run on the host of its first one
+SHELL_RULE_NORMALISATION = "shell-rule-normalisation"  # run_shell rules see the command's words
+EDIT_BEFORE_APPROVING = "edit-before-approving"  # decisions may edit the arguments
+APPROVERS_OUTRANK_AUTO_APPROVE = "approvers-outrank-auto-approve"  # approver rules beat auto-approve
+APPROVAL_NOTIFICATIONS = "approval-notifications"  # webhooks, Slack, reminders, escalation
+SUBAGENT_DELEGATION = "subagent-delegation"  # the delegate tool starts a child conversation
+TOOLS_EAGER_ON_HOST = "tools-eager-on-host"  # a pinned tool tries the workflow's own queue first
+RESOLUTION_WITH_THE_TOOL = "resolution-with-the-tool"  # the tool's activity writes its resolution
+SWITCH_AUDIT = "switch-audit"  # who closed or switched auto-approve, and through which door
+CLOSE_STOPS_MODEL_CALL = "close-stops-model-call"  # close cancels a running model call
+FOLD_KEEPS_TURN_REQUEST = "fold-keeps-turn-request"  # compaction keeps the turn's request verbatim
+FAILED_SUMMARY_KEEPS_MESSAGES = "failed-summary-keeps-messages"  # no summary: nothing folded
+NOTIFICATIONS_CARRIED = "notifications-carried-across-continue-as-new"  # undelivered ones go on
+MOVE_CONVERSATION_HOST = "move-conversation-host"  # the move update re-pins a conversation
+WORKSPACE_PER_CONVERSATION = "workspace-per-conversation"  # each conversation its own workspace
+
+ALL = (
+    TOOL_CATALOG_ACTIVITY,
+    CONTEXT_COMPACTION,
+    PIN_TOOLS_TO_HOST,
+    SHELL_RULE_NORMALISATION,
+    EDIT_BEFORE_APPROVING,
+    APPROVERS_OUTRANK_AUTO_APPROVE,
+    APPROVAL_NOTIFICATIONS,
+    SUBAGENT_DELEGATION,
+    TOOLS_EAGER_ON_HOST,
+    RESOLUTION_WITH_THE_TOOL,
+    SWITCH_AUDIT,
+    CLOSE_STOPS_MODEL_CALL,
+    FOLD_KEEPS_TURN_REQUEST,
+    FAILED_SUMMARY_KEEPS_MESSAGES,
+    NOTIFICATIONS_CARRIED,
+    MOVE_CONVERSATION_HOST,
+    WORKSPACE_PER_CONVERSATION,
+)
