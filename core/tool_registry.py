@@ -17,6 +17,9 @@ from jsonschema.exceptions import SchemaError, best_match
 
 from core.models import ToolDef
 
+# The name of the system note that tells the model (and the inbox) which tool sources failed this turn.
+TOOLS_UNAVAILABLE_NAME = "tools_unavailable"
+
 
 class InvalidToolCall(ValueError):
     """A call the model got wrong; its message goes back to the model as the tool result."""

@@ -113,7 +113,11 @@ class Stack:
 
     def wait_status(self, conversation_id: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
         def check() -> dict[str, Any] | None:
-            state = self.show(conversation_id, timeout=1.0)
+            done = self.cli("show", conversation_id, "--json", "--timeout", "1")
+            if done.returncode == 3 and "no worker answered and the projection has no conversation" in done.stderr:
+                return None  # a busy worker, and a projection not written yet: not yet, not a failure
+            assert done.returncode == 0, f"show {conversation_id} exited {done.returncode}: {done.stderr}"
+            state: dict[str, Any] = json.loads(done.stdout)
             return state if state["source"] == "worker" and state["turn_status"] == status else None
 
         return until(check, timeout=timeout, interval=0.3)

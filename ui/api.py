@@ -19,6 +19,7 @@ from core.models import (
     ERROR_UNKNOWN_APPROVAL,
     DecisionInput,
 )
+from core.tool_registry import TOOLS_UNAVAILABLE_NAME
 from doors import control
 from doors.edit_control import ERROR_EDIT_UNCHECKED
 from storage.claims import DecisionRefused
@@ -138,8 +139,10 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
             raise NotFound(f"no conversation {conversation_id}") from None
         return {**view, **_projection_only(err, status, approvals, row.get("last_error") if row else None)}
     dumped = state.model_dump(mode="json")
-    # The system prompt stays hidden; a compaction's summary is shown, after the archived messages.
-    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") == SUMMARY_NAME]
+    # The system prompt stays hidden; a compaction's summary is shown, after the archived messages,
+    # and so is the note that a tool source failed this turn (with its last words).
+    shown = (SUMMARY_NAME, TOOLS_UNAVAILABLE_NAME)
+    dumped["messages"] = [m for m in dumped["messages"] if m["role"] != "system" or m.get("name") in shown]
     archived = await _store(request).archived_messages(conversation_id)
     # Written before messages leave the workflow, the archive may be ahead of the state just read.
     dumped["archived"] = archived[: state.archived_messages]

@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from core.notify_plan import plan_for
     from core.policy import evaluate, network_allowed
-    from core.tool_registry import Catalog, InvalidToolCall, main_argument_text
+    from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, InvalidToolCall, main_argument_text
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
     from workflows.notify_outbox import NotificationOutbox
@@ -124,7 +124,11 @@ class ToolRunner:
         if listed.unavailable:
             down = "; ".join(f"{source}: {why}" for source, why in sorted(listed.unavailable.items()))
             self._ctx.append_message(
-                ChatMessage(role="system", content=f"Some tools are unavailable this turn ({down}).")
+                ChatMessage(
+                    role="system",
+                    name=TOOLS_UNAVAILABLE_NAME,
+                    content=f"Some tools are unavailable this turn ({down}).",
+                )
             )
         return self._catalog
 

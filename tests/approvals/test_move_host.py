@@ -14,7 +14,7 @@ from core.models import UPDATE_MOVE, DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, wait_pending, wait_status
+from tests.helpers import eventually, wait_pending, wait_status, workspace_of
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
@@ -46,7 +46,9 @@ async def test_move_repins_a_conversation_whose_host_is_gone_and_refuses_while_a
         [row] = await wait_pending(settings.approvals_db, cid, 1)
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         await wait_status(client, cid, "idle")
-    assert (host_a.workspace_dir / "a.txt").read_text() == "a"
+    # The conversation's own workspace on each host.
+    on_a, on_b = workspace_of(host_a, cid), workspace_of(host_b, cid)
+    assert (on_a / "a.txt").read_text() == "a"
 
     async with build_worker(client, host_b):  # host A is gone for good
         await send_message(client, cid, "write b")
@@ -56,19 +58,19 @@ async def test_move_repins_a_conversation_whose_host_is_gone_and_refuses_while_a
         assert "host-b" in moved.stdout
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         await wait_status(client, cid, "idle")
-        assert (host_b.workspace_dir / "b.txt").read_text() == "b"
+        assert (on_b / "b.txt").read_text() == "b"
 
         await send_message(client, cid, "wait for the flag")
         [row] = await wait_pending(settings.approvals_db, cid, 1)
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
-        await eventually(lambda: _exists(host_b.workspace_dir / RUNNING))
+        await eventually(lambda: _exists(on_b / RUNNING))
         refused = await run_cli(settings, client, "move", cid, "--to", "host-a")
-        (host_b.workspace_dir / GO).write_text("")
+        (on_b / GO).write_text("")
         await wait_status(client, cid, "idle")
 
     assert refused.returncode == 3, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "tool" in refused.stderr
-    assert not (host_a.workspace_dir / "b.txt").exists()
+    assert not (on_a / "b.txt").exists()
     history = await client.get_workflow_handle(cid).fetch_history()
     accepted = [
         e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name

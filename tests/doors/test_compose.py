@@ -29,7 +29,7 @@ OFFICIAL_IMAGES = (
     "minio/minio",
     "minio/mc",
 )
-SETTINGS_SOURCE = (ROOT / "config" / "config/settings.py").read_text()
+SETTINGS_SOURCE = (ROOT / "config" / "settings.py").read_text()
 SETTINGS_VARIABLES = set(re.findall(r'"([A-Z][A-Z0-9_]{2,})"', SETTINGS_SOURCE)) | set(S3_ENVIRONMENT)
 
 

@@ -13,7 +13,7 @@ from config.settings import Settings
 from core.models import WORKFLOW_TYPE, ConversationInput, DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, wait_pending, wait_status
+from tests.helpers import eventually, wait_pending, wait_status, workspace_of
 from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook, write_policy
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
@@ -73,4 +73,4 @@ async def test_a_notification_retrying_at_continue_as_new_is_delivered_by_the_ne
         receiver.stop()
     assert verify_webhook(delivery, WEBHOOK_SECRET)
     assert delivery.json()["request_id"] == row["request_id"]
-    assert (settings.workspace_dir / "ran.txt").exists()
+    assert (workspace_of(settings, cid) / "ran.txt").exists()  # the conversation's own workspace

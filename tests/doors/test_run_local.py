@@ -18,6 +18,7 @@ import pytest
 
 from cli.run_plan import LocalOptions, Service, child_env, cli_hint, services
 from cli.supervisor import Supervisor
+from tests.helpers import workspace_of
 from tests.processes import REPO_ROOT, free_port
 from tests.stack import until
 
@@ -187,8 +188,9 @@ def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     cli("start", "run echo kept")
     shell = until(lambda: [row for row in pending() if row["tool_name"] == "run_shell"])[0]
     cli("approve", str(demo["request_id"]))
-    until(lambda: (tmp_path / "workspace" / "notes.txt").exists())
-    assert (tmp_path / "workspace" / "notes.txt").read_text() == "hello"
+    notes = workspace_of(tmp_path / "workspace", str(demo["conversation_id"])) / "notes.txt"  # its own workspace
+    until(notes.exists)
+    assert notes.read_text() == "hello"
 
     pids = first.child_pids()
     assert first.interrupt() == 0

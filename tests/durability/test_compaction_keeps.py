@@ -15,7 +15,7 @@ from demo_model.script import scripted_summary
 from demo_model.server import ScriptedHttpError, text_reply, tool_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, rows, wait_status
+from tests.helpers import TURN_EVENTS, new_workspace, rows, wait_status
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 
@@ -38,12 +38,13 @@ def reader(reads: int) -> Any:
     return behave
 
 
-def write_reports(settings: Settings) -> Settings:
+def write_reports(settings: Settings) -> tuple[Settings, str]:
+    """The small budget, and the id of a conversation whose workspace holds the six reports."""
     settings = dataclasses.replace(settings, context_budget_tokens=BUDGET)
-    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    planned, ws = new_workspace(settings)
     for n in range(READS):
-        (settings.workspace_dir / f"report{n}.txt").write_text(f"report {n}: " + "figures " * 220)
-    return settings
+        (ws / f"report{n}.txt").write_text(f"report {n}: " + "figures " * 220)
+    return settings, planned
 
 
 def texts(body: dict[str, Any]) -> str:
@@ -53,10 +54,10 @@ def texts(body: dict[str, Any]) -> str:
 async def test_a_fold_into_the_current_turn_keeps_the_request_word_for_word(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
-    settings = write_reports(settings)
+    settings, planned = write_reports(settings)
     model.behaviour = reader(READS)
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, REQUEST))
+        cid = histories.track(await start_conversation(client, settings, REQUEST, planned))
         state = await wait_status(client, cid, "idle")
 
     events = [r["event_type"] for r in rows(settings.approvals_db, TURN_EVENTS, cid)]
@@ -71,7 +72,7 @@ async def test_a_fold_into_the_current_turn_keeps_the_request_word_for_word(
 async def test_a_failed_summary_folds_nothing_clips_tool_results_and_is_retried(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
-    settings = write_reports(settings)
+    settings, planned = write_reports(settings)
     model.behaviour = reader(READS)
     attempts = itertools.count()
 
@@ -82,7 +83,7 @@ async def test_a_failed_summary_folds_nothing_clips_tool_results_and_is_retried(
 
     model.summariser = summarise_the_second_time
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, REQUEST))
+        cid = histories.track(await start_conversation(client, settings, REQUEST, planned))
         state = await wait_status(client, cid, "idle")
 
     assert len(model.summary_requests) >= 2, "the summary was not tried again"

@@ -35,7 +35,7 @@ from worker import build_worker
 # filled them, and llama.cpp counts max_tokens into the window too. SmolLM2 takes 8192.
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
 ASK = "Write the word hello to the file notes.txt."
-MODEL_WAIT = 300.0  # a 135M model on two shared cores: seconds per call, a few calls per step
+MODEL_WAIT = 600.0  # a 135M model on two shared cores: seconds per call, a few calls per step
 
 
 def gguf() -> Path:
@@ -113,10 +113,9 @@ async def first_write(client: Client, settings: Settings, conversation_id: str) 
 async def test_write_approved_denied_and_edited(client: Client, real: Settings, histories: HistoryRecorder) -> None:
     workspace = real.workspace_dir
     async with build_worker(client, real):
+        # One conversation at a time: the server answers one request at a time, and a conversation
+        # that waits behind another's long generations would only measure the queue.
         approved = histories.track(await start_conversation(client, real, ASK))
-        denied = histories.track(await start_conversation(client, real, ASK))
-        edited = histories.track(await start_conversation(client, real, ASK))
-
         row = await first_write(client, real, approved)
         before = len((await get_state(client, approved)).messages)
         [call] = [c for c in (await get_state(client, approved)).messages[-1].tool_calls if c.name == "write_file"]
@@ -129,6 +128,7 @@ async def test_write_approved_denied_and_edited(client: Client, real: Settings, 
         assert tool.content is not None and tool.content.startswith("Wrote ") and written.is_file(), tool.content
         assert state.messages[-1].role == "assistant", "the model answered after the tool's result"
 
+        denied = histories.track(await start_conversation(client, real, ASK))
         row = await first_write(client, real, denied)
         before = len((await get_state(client, denied)).messages)
         decision = DecisionInput(request_id=str(row["request_id"]), decision="deny", reason="not now")
@@ -138,6 +138,7 @@ async def test_write_approved_denied_and_edited(client: Client, real: Settings, 
         assert any("not now" in (m.content or "") for m in state.messages[before:] if m.role == "tool")
         assert approval_row(real.approvals_db, str(row["request_id"]))["execution_state"] != "done"
 
+        edited = histories.track(await start_conversation(client, real, ASK))
         row = await first_write(client, real, edited)
         before = len((await get_state(client, edited)).messages)
         arguments = {"path": "edited.txt", "content": "edited by a person"}

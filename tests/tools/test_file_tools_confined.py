@@ -40,7 +40,7 @@ LAUNCHERS = ["bwrap", "unshare", "off"]
 def race(tool: str, count: int, tmp_path: Path, launcher: str) -> tuple[list[str], Path]:
     """Run tests/file_race.py as a worker with secrets in its environment; (results, outside file)."""
     outside = tmp_path / "outside" / "target"
-    outside.parent.mkdir()
+    outside.parent.mkdir(parents=True)
     outside.write_text("untouched")
     env = dict(os.environ, OPENAI_API_KEY=SECRET, SLACK_SIGNING_SECRET=f"{SECRET}-slack")
     args = [tool, str(count), str(tmp_path / "workspace"), str(outside), launcher]
@@ -57,11 +57,15 @@ def test_the_race_runs_as_root() -> None:
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_200_reads_racing_a_link_to_proc_self_environ_never_return_a_secret(tmp_path: Path, launcher: str) -> None:
-    results, _ = race("read_file", 200, tmp_path, launcher)
-    assert len(results) == 200
-    leaked = [r for r in results if SECRET in r]
-    assert leaked == [], f"{len(leaked)} of 200 reads returned the worker's environment"
-    got_past_the_check = [r for r in results if "resolves outside the workspace" not in r]
+    got_past_the_check: list[str] = []
+    for attempt in range(3):  # a loaded machine may starve the flipper: race again until it mattered
+        results, _ = race("read_file", 200, tmp_path / str(attempt), launcher)
+        assert len(results) == 200
+        leaked = [r for r in results if SECRET in r]
+        assert leaked == [], f"{len(leaked)} of 200 reads returned the worker's environment"
+        got_past_the_check += [r for r in results if "resolves outside the workspace" not in r]
+        if got_past_the_check:
+            break
     assert got_past_the_check, "the race never got past the check by name: it proved nothing"
 
 
@@ -98,7 +102,8 @@ async def test_a_3_gib_sparse_file_is_refused_unread_and_the_worker_stays_small(
 
     model.behaviour = behave
     policy = tmp_path / "policy.toml"
-    policy.write_text('allow = ["read_file"]\nask = ["run_shell"]\n')
+    # A 3 GiB (sparse) file is over the default file-size limit of a tool's process: raise it here.
+    policy.write_text('allow = ["read_file"]\nask = ["run_shell"]\n\n[sandbox]\nfile_size_mb = 4096\n')
     settings = replace(settings, policy_file=str(policy))
     with worker_process(settings, client, tmp_path / "worker.log") as worker:
         worker.wait_ready()

@@ -22,6 +22,7 @@ from tests.helpers import wait_status
 from tests.mcp_support import with_config
 from tests.processes import REPO_ROOT, process_env
 from tests.scripts import ScriptedModel
+from tests.ui_fixtures import api_client
 from worker import build_worker
 
 MISSING = "a-package-nobody-installed"
@@ -55,12 +56,17 @@ async def test_the_conversation_is_told_the_servers_last_words(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
     settings = with_config(settings, tmp_path / "tools.toml", {}, {"broken": broken_node_server(tmp_path)})
-    async with build_worker(client, settings):
+    async with build_worker(client, settings), api_client(settings, client) as http:
         cid = histories.track(await start_conversation(client, settings, "what tools do you have?"))
         await wait_status(client, cid, "idle")
+        card = (await http.get(f"/api/conversations/{cid}")).json()
     [request] = model.reply_requests
     told = [str(m["content"]) for m in request["messages"] if m["role"] == "system"]
     assert any("MCP server broken" in t and f"Cannot find module '{MISSING}'" in t for t in told), told
+    # The inbox shows the same note (the system prompt itself stays hidden).
+    notes = [m for m in card["messages"] if m["role"] == "system"]
+    assert [m["name"] for m in notes] == ["tools_unavailable"], notes
+    assert f"Cannot find module '{MISSING}'" in notes[0]["content"]
 
 
 def test_starter_tools_shows_the_servers_last_words(

@@ -11,15 +11,21 @@ from config.settings import Settings
 from core.models import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, tool_messages, wait_pending, wait_status
+from tests.helpers import approval_row, new_workspace, rows, tool_messages, wait_pending, wait_status
 from tests.mcp_support import commit_count, git_processes, git_repo, git_server, with_config
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 
 @pytest.fixture
-def repo(settings: Settings) -> Path:
-    return git_repo(settings.workspace_dir / "repo")
+def planned(settings: Settings) -> tuple[str, Path]:
+    """The id of the conversation a test starts, and its workspace, made beforehand."""
+    return new_workspace(settings)
+
+
+@pytest.fixture
+def repo(planned: tuple[str, Path]) -> Path:
+    return git_repo(planned[1] / "repo")
 
 
 @pytest.fixture
@@ -36,11 +42,16 @@ def status_then_commit(repo: Path, message: str) -> object:
 
 
 async def test_status_runs_under_an_allow_rule_and_an_approved_commit_happens_once(
-    client: Client, git_settings: Settings, model: ScriptedModel, repo: Path, histories: HistoryRecorder
+    client: Client,
+    git_settings: Settings,
+    model: ScriptedModel,
+    planned: tuple[str, Path],
+    repo: Path,
+    histories: HistoryRecorder,
 ) -> None:
     model.behaviour = status_then_commit(repo, "add notes")  # type: ignore[assignment]
     async with build_worker(client, git_settings):
-        cid = histories.track(await start_conversation(client, git_settings, "commit the notes"))
+        cid = histories.track(await start_conversation(client, git_settings, "commit the notes", planned[0]))
         (pending,) = await wait_pending(git_settings.approvals_db, cid, 1)
         assert pending["tool_name"] == "mcp__git__git_commit", "git_status ran without asking"
         assert commit_count(repo) == 1, "nothing is committed while the person thinks"
@@ -65,11 +76,16 @@ async def test_status_runs_under_an_allow_rule_and_an_approved_commit_happens_on
 
 
 async def test_denied_commit_never_runs_and_the_model_reads_the_reason(
-    client: Client, git_settings: Settings, model: ScriptedModel, repo: Path, histories: HistoryRecorder
+    client: Client,
+    git_settings: Settings,
+    model: ScriptedModel,
+    planned: tuple[str, Path],
+    repo: Path,
+    histories: HistoryRecorder,
 ) -> None:
     model.behaviour = status_then_commit(repo, "sneaky commit")  # type: ignore[assignment]
     async with build_worker(client, git_settings):
-        cid = histories.track(await start_conversation(client, git_settings, "commit it"))
+        cid = histories.track(await start_conversation(client, git_settings, "commit it", planned[0]))
         (pending,) = await wait_pending(git_settings.approvals_db, cid, 1)
         decision = DecisionInput(
             request_id=pending["request_id"], decision="deny", reason="not on a Friday", decided_by="bob"

@@ -15,10 +15,11 @@ from temporalio.client import Client
 
 from activities.mcp_servers import McpServers
 from activities.tool_config import McpServerConfig
+from activities.workspaces import workspace_for
 from config.settings import Settings
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder, binary
-from tests.helpers import tool_messages, wait_status
+from tests.helpers import new_workspace, tool_messages, wait_status
 from tests.mcp_support import GIT_IDENTITY, with_config
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.tools.test_sandbox import LAUNCHERS
@@ -51,7 +52,7 @@ async def test_an_allowed_git_status_of_a_planted_fsmonitor_runs_no_code(
     tmp_path: Path,
     launcher: str,
 ) -> None:
-    workspace = settings.workspace_dir
+    planned, workspace = new_workspace(settings)
     planted_repository(workspace, "[core]\n\tfsmonitor = \"sh -c 'touch PWNED; echo'\"\n")
     settings = with_config(
         settings, tmp_path / "tools.toml", {"allow": ["mcp__git__git_status"]}, {"git": dict(SERVER)}
@@ -59,7 +60,7 @@ async def test_an_allowed_git_status_of_a_planted_fsmonitor_runs_no_code(
     settings = replace(settings, tool_sandbox=launcher)
     model.behaviour = calls_then_summary(("c1", "mcp__git__git_status", {"repo_path": "sub"}))  # type: ignore[assignment]
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "what changed in sub?"))
+        cid = histories.track(await start_conversation(client, settings, "what changed in sub?", planned))
         state = await wait_status(client, cid, "idle")
 
     (status,) = tool_messages(state)
@@ -79,9 +80,10 @@ async def test_an_allowed_git_status_of_a_planted_fsmonitor_runs_no_code(
 async def test_no_repository_controlled_command_runs_on_a_read(
     tmp_path: Path, tool: str, config: str, attributes: str | None
 ) -> None:
-    workspace = tmp_path / "workspace"
+    root = tmp_path / "workspace"
+    workspace = workspace_for(root, None)  # where the key-less connection runs
     planted_repository(workspace, config, attributes)
-    servers = McpServers({"git": McpServerConfig.model_validate(SERVER)}, workspace)
+    servers = McpServers({"git": McpServerConfig.model_validate(SERVER)}, root)
     try:
         tools, unavailable = await servers.list_all()
         assert unavailable == {}, unavailable

@@ -21,12 +21,13 @@ from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig, ToolsConfig
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
+from activities.workspaces import workspace_for
 from config.settings import Settings
 from core.models import ToolRequest
 from doors.control import start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import wait_status
+from tests.helpers import new_workspace, wait_status
 from tests.mcp_support import with_config
 from tests.processes import REPO_ROOT
 from tests.scripts import ScriptedModel
@@ -98,17 +99,16 @@ async def test_a_stdio_server_sees_no_secret_no_data_and_the_network_only_when_c
     data.mkdir()
     (data / "notes.txt").write_text(SECRET)
     settings = Settings(approvals_db=data / "approvals.db", workspace_dir=data / "workspace", tool_sandbox=launcher)
-    config = McpServerConfig.model_validate(
-        probe_server(settings.workspace_dir, network=network, env={"GRANTED": "given"})
-    )
+    shared = workspace_for(settings.workspace_dir, None)  # where a key-less connection runs
+    config = McpServerConfig.model_validate(probe_server(shared, network=network, env={"GRANTED": "given"}))
     servers = McpServers({"probe": config}, settings.workspace_dir, settings.sandbox_policy())
     try:
         secret = await reach(servers, "OPENAI_API_KEY", data / "notes.txt", loopback_port)
-        granted = await reach(servers, "GRANTED", settings.workspace_dir / PROBE.name, loopback_port)
+        granted = await reach(servers, "GRANTED", shared / PROBE.name, loopback_port)
     finally:
         await servers.close()
 
-    assert (settings.workspace_dir / "started").exists(), "the server ran in the workspace"
+    assert (shared / "started").exists(), "the server ran in the workspace"
     assert secret["variable"] == "(absent)" and secret["file"].startswith("unreadable"), secret
     assert granted["variable"] == "given" and "MCPServer" in granted["file"], "configured env and workspace reach it"
     if network:
@@ -126,13 +126,14 @@ async def test_no_sandbox_that_starts_means_the_server_never_starts_and_the_mode
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    settings = with_config(settings, tmp_path / "tools.toml", {}, {"probe": probe_server(settings.workspace_dir)})
+    planned, ws = new_workspace(settings)
+    settings = with_config(settings, tmp_path / "tools.toml", {}, {"probe": probe_server(ws)})
     monkeypatch.setenv("PATH", failing_launchers(tmp_path / "bin"))
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "what can you reach?"))
+        cid = histories.track(await start_conversation(client, settings, "what can you reach?", planned))
         await wait_status(client, cid, "idle")
 
-    assert not (settings.workspace_dir / "started").exists(), "never started unsandboxed"
+    assert not (ws / "started").exists(), "never started unsandboxed"
     [request] = model.reply_requests
     told = [m["content"] for m in request["messages"] if m["role"] == "system"]
     assert any("MCP server probe: SandboxUnavailable: the sandbox could not start" in str(t) for t in told), told
@@ -144,8 +145,9 @@ async def test_a_call_whose_server_cannot_start_sandboxed_is_not_run_and_says_wh
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workspace = tmp_path / "workspace"
+    shared = workspace_for(workspace, None)  # the request below names no workspace
     sources = ToolSources(
-        ToolsConfig(mcp_servers={"probe": McpServerConfig.model_validate(probe_server(workspace))}),
+        ToolsConfig(mcp_servers={"probe": McpServerConfig.model_validate(probe_server(shared))}),
         workspace,
         SandboxPolicy(),
     )
@@ -155,7 +157,7 @@ async def test_a_call_whose_server_cannot_start_sandboxed_is_not_run_and_says_wh
         catalog = await sources.catalog()  # listed while a sandbox starts ...
         (tool,) = [t for t in catalog.tools if t.origin == "probe" and t.remote_name == "reach"]
         await sources.close()
-        (workspace / "started").unlink()
+        (shared / "started").unlink()
         monkeypatch.setenv("PATH", failing_launchers(tmp_path / "bin"))  # ... called when none does
         request = ToolRequest(
             conversation_id="c",
@@ -173,4 +175,4 @@ async def test_a_call_whose_server_cannot_start_sandboxed_is_not_run_and_says_wh
         await projection.close()
 
     assert result.is_error and result.content.startswith("Error: not run: the sandbox could not start"), result
-    assert not (workspace / "started").exists(), "the server was not started for the call"
+    assert not (shared / "started").exists(), "the server was not started for the call"

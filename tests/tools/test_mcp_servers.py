@@ -9,11 +9,12 @@ from pathlib import Path
 
 from activities.mcp_servers import McpServers
 from activities.tool_config import McpServerConfig
+from activities.workspaces import workspace_for
 from tests.mcp_support import git_processes, git_repo, git_server
 
 
 async def test_a_stdio_server_starts_on_demand_is_reused_restarted_and_stopped(tmp_path: Path) -> None:
-    repo = git_repo(tmp_path / "repo")
+    repo = git_repo(workspace_for(tmp_path, None) / "repo")  # where the key-less connection runs
     servers = McpServers({"git": McpServerConfig(**git_server(repo))}, tmp_path)
     connection = servers.connection("git")
     assert git_processes() == [], "nothing starts before it is needed"

@@ -12,6 +12,7 @@ import pytest
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
 from activities.tool_config import McpServerConfig
+from activities.workspaces import workspace_for
 from tests.tools.test_mcp_sandbox import probe_server
 from tests.tools.test_sandbox import LAUNCHERS
 
@@ -29,7 +30,7 @@ def sleeping(seconds: str) -> list[psutil.Process]:
 async def test_a_background_process_a_call_started_does_not_survive_the_call(tmp_path: Path, launcher: str) -> None:
     workspace = tmp_path / "workspace"
     seconds = f"300.{random.randrange(10**8):08d}"  # this test's own sleep, unlike any other on the host
-    config = McpServerConfig.model_validate(probe_server(workspace))
+    config = McpServerConfig.model_validate(probe_server(workspace_for(workspace, None)))  # key-less calls
     policy = SandboxPolicy(enabled=False) if launcher == "off" else SandboxPolicy(launcher=launcher)
     servers = McpServers({"probe": config}, workspace, policy)
     try:

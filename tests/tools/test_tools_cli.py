@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from activities.workspaces import workspace_for
+from tests.helpers import new_workspace
 from tests.mcp_support import commit_count, git_repo, git_server, with_config
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack
@@ -24,14 +26,15 @@ def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
 @pytest.fixture
 def stack(tmp_path: Path, temporal: DevServer) -> Iterator[Stack]:
     system = make_stack(tmp_path, temporal.address)
-    repo = git_repo(system.settings.workspace_dir / "repo")
+    git_repo(workspace_for(system.settings.workspace_dir, None) / "repo")  # for `tools`, which names no workspace
     rules = {
         "allow": ["list_dir", "read_file", "mcp__git__git_status", "forecast"],
         "ask": ["mcp__git__*"],
         "deny": ["mcp__git__git_reset"],
         "python_tools": ["examples.weather_tools"],
     }
-    configured = with_config(system.settings, tmp_path / "tools.toml", rules, {"git": git_server(repo)})
+    # The repository named relative to the workspace each instance of the server runs in.
+    configured = with_config(system.settings, tmp_path / "tools.toml", rules, {"git": git_server(Path("repo"))})
     system.env["POLICY_FILE"] = str(configured.policy_file)
     yield system
     system.stop()
@@ -73,9 +76,10 @@ def test_the_demo_model_uses_a_python_tool_and_pending_shows_its_source(stack: S
 
 def test_the_demo_model_calls_an_mcp_tool_by_name(stack: Stack) -> None:
     stack.start_worker()
-    repo = stack.settings.workspace_dir / "repo"
+    planned, workspace = new_workspace(stack.settings)
+    repo = git_repo(workspace / "repo")
     request = "use mcp__git__git_commit " + json.dumps({"repo_path": str(repo), "message": "from the demo"})
-    conversation_id = stack.cli_ok("start", request).stdout.strip()
+    conversation_id = stack.cli_ok("start", "--id", planned, request).stdout.strip()
     [row] = stack.wait_pending(conversation_id, 1)
     assert row["tool"] == {
         "source": "mcp",

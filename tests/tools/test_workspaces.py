@@ -9,6 +9,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from activities.workspaces import workspace_for
 from config.settings import Settings
 from core.models import WORKFLOW_TYPE, ConversationInput, PolicyRules
 from demo_model.server import text_reply, tool_reply
@@ -111,6 +112,7 @@ async def test_a_conversation_that_kept_the_shared_directory_keeps_it_across_con
         return text_reply("written")
 
     model.behaviour = behave
+    shared = workspace_for(settings.workspace_dir, None)  # WORKSPACE_DIR/shared
     cid = histories.track(new_conversation_id())
     start = ConversationInput(
         conversation_id=cid,
@@ -124,11 +126,12 @@ async def test_a_conversation_that_kept_the_shared_directory_keeps_it_across_con
         for turn in range(2, 4):
             await wait_status(client, cid, "idle", tool_results=1)
             await send_message(client, cid, f"turn {turn}")
-        await eventually(lambda: _exists(settings.workspace_dir / "turn_3.txt"))
+        await eventually(lambda: _exists(shared / "turn_3.txt"))
         runs = [run async for run in client.list_workflows(f"WorkflowId = '{cid}'")]
 
     assert len(runs) > 1, "it continued as new"
-    assert sorted(p.name for p in settings.workspace_dir.glob("*.txt")) == ["turn_1.txt", "turn_2.txt", "turn_3.txt"]
+    assert sorted(p.name for p in shared.glob("*.txt")) == ["turn_1.txt", "turn_2.txt", "turn_3.txt"]
+    assert not list(settings.workspace_dir.glob("*.txt")), "nothing runs in WORKSPACE_DIR itself"
     assert not (settings.workspace_dir / "conversations").exists()
 
 

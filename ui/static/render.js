@@ -285,6 +285,12 @@ export function transcriptItems(messages, archived = []) {
       const item = messageItem("summary", "Summary for the model");
       item.append(el("p", "message-text", message.content || ""));
       items.push(item);
+    } else if (message.role === "system" && message.name === "tools_unavailable") {
+      // A tool source failed this turn: the note the model read, with the server's last words.
+      const item = messageItem("system", "Tools unavailable", "message-denied");
+      item.append(shownEl("p", "message-text", message.content || "", true));
+      flagIfHidden(item, item.children[1]);
+      items.push(item);
     } else if (message.role === "user") {
       const item = messageItem("user", "You");
       item.append(shownEl("p", "message-text", message.content || "", true));
