@@ -25,7 +25,7 @@ from config.settings import OPENAI_DEFAULT_MODEL, Settings
 from core.models import ConversationState, DecisionInput
 from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending
+from tests.helpers import approval_row, eventually, wait_pending, workspace_of
 from tests.processes import free_port
 from worker import build_worker
 
@@ -111,7 +111,6 @@ async def first_write(client: Client, settings: Settings, conversation_id: str) 
 
 
 async def test_write_approved_denied_and_edited(client: Client, real: Settings, histories: HistoryRecorder) -> None:
-    workspace = real.workspace_dir
     async with build_worker(client, real):
         # One conversation at a time: the server answers one request at a time, and a conversation
         # that waits behind another's long generations would only measure the queue.
@@ -124,7 +123,7 @@ async def test_write_approved_denied_and_edited(client: Client, real: Settings, 
         assert state.turn_status != "failed", state.last_error
         assert approval_row(real.approvals_db, str(row["request_id"]))["execution_state"] == "done"
         tool = next(m for m in state.messages[before:] if m.role == "tool")
-        written = workspace / json.loads(call.arguments)["path"]
+        written = workspace_of(real, approved) / json.loads(call.arguments)["path"]
         assert tool.content is not None and tool.content.startswith("Wrote ") and written.is_file(), tool.content
         assert state.messages[-1].role == "assistant", "the model answered after the tool's result"
 
@@ -146,4 +145,4 @@ async def test_write_approved_denied_and_edited(client: Client, real: Settings, 
         await send_decision(client, real, decision)
         state = await settled(client, edited, after=before + 1)
         assert state.turn_status != "failed", state.last_error
-        assert (workspace / "edited.txt").read_text() == "edited by a person"
+        assert (workspace_of(real, edited) / "edited.txt").read_text() == "edited by a person"
