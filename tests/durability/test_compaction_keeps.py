@@ -15,7 +15,7 @@ from demo_model.script import scripted_summary
 from demo_model.server import ScriptedHttpError, text_reply, tool_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, new_workspace, rows, wait_status
+from tests.helpers import TURN_EVENTS, eventually, new_workspace, rows, wait_status
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 
@@ -60,7 +60,11 @@ async def test_a_fold_into_the_current_turn_keeps_the_request_word_for_word(
         cid = histories.track(await start_conversation(client, settings, REQUEST, planned))
         state = await wait_status(client, cid, "idle")
 
-    events = [r["event_type"] for r in rows(settings.approvals_db, TURN_EVENTS, cid)]
+        async def turn_recorded() -> list[str]:  # the read model trails the workflow's own state
+            found = [r["event_type"] for r in rows(settings.approvals_db, TURN_EVENTS, cid)]
+            return found if "turn.completed" in found else []
+
+        events = await eventually(turn_recorded)
     assert events.count("conversation.compacted") >= 1 and events.count("turn.completed") == 1
     assert model.summary_requests, "the turn's tool results were folded"
     assert len(model.reply_requests) == READS + 1
