@@ -23,7 +23,7 @@ from temporalio.client import Client
 
 from config.settings import OPENAI_DEFAULT_MODEL, Settings
 from core.models import ConversationState, DecisionInput
-from doors.control import get_state, send_decision, start_conversation
+from doors.control import close_conversation, get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, wait_pending, workspace_of
 from tests.processes import free_port
@@ -101,6 +101,17 @@ async def settled(client: Client, conversation_id: str, after: int = 0) -> Conve
     return await eventually(check, timeout=MODEL_WAIT, interval=0.5)
 
 
+async def told(client: Client, conversation_id: str, text: str) -> ConversationState:
+    """The conversation once a tool result holding `text` is in its transcript (the model's next
+    call carries it)."""
+
+    async def check() -> ConversationState | None:
+        state = await get_state(client, conversation_id)
+        return state if any(text in (m.content or "") for m in state.messages if m.role == "tool") else None
+
+    return await eventually(check, timeout=MODEL_WAIT, interval=0.5)
+
+
 async def first_write(client: Client, settings: Settings, conversation_id: str) -> dict[str, object]:
     """The conversation's pending write_file; the model asked for it of its own accord."""
     state = await settled(client, conversation_id)
@@ -127,22 +138,25 @@ async def test_write_approved_denied_and_edited(client: Client, real: Settings, 
         assert tool.content is not None and tool.content.startswith("Wrote ") and written.is_file(), tool.content
         assert state.messages[-1].role == "assistant", "the model answered after the tool's result"
 
+        await close_conversation(client, approved)  # the server answers one call at a time: free it
+
+        # A 135M model may go on calling tools for many minutes after a deny or an edit: what must
+        # hold is that the decision reached the model and nothing of ours failed the turn.
         denied = histories.track(await start_conversation(client, real, ASK))
         row = await first_write(client, real, denied)
-        before = len((await get_state(client, denied)).messages)
         decision = DecisionInput(request_id=str(row["request_id"]), decision="deny", reason="not now")
         await send_decision(client, real, decision)
-        state = await settled(client, denied, after=before + 1)
+        state = await told(client, denied, "not now")
         assert state.turn_status != "failed", state.last_error
-        assert any("not now" in (m.content or "") for m in state.messages[before:] if m.role == "tool")
         assert approval_row(real.approvals_db, str(row["request_id"]))["execution_state"] != "done"
+        await close_conversation(client, denied)
 
         edited = histories.track(await start_conversation(client, real, ASK))
         row = await first_write(client, real, edited)
-        before = len((await get_state(client, edited)).messages)
         arguments = {"path": "edited.txt", "content": "edited by a person"}
         decision = DecisionInput(request_id=str(row["request_id"]), decision="edit", arguments=arguments)
         await send_decision(client, real, decision)
-        state = await settled(client, edited, after=before + 1)
+        state = await told(client, edited, "Wrote 18 bytes to edited.txt")
         assert state.turn_status != "failed", state.last_error
         assert (workspace_of(real, edited) / "edited.txt").read_text() == "edited by a person"
+        await close_conversation(client, edited)
