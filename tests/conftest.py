@@ -55,13 +55,25 @@ def payload_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="session")
 async def env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
-    async with await WorkflowEnvironment.start_local(
-        dev_server_existing_path=binary("temporal"),
-        search_attributes=[TURN_STATUS_KEY, PENDING_APPROVALS_KEY],
-        data_converter=data_converter(Settings(payload_store=str(payload_dir))),
-        dev_server_log_level="error",
-    ) as environment:
+    async with await start_dev_server(payload_dir) as environment:
         yield environment
+
+
+async def start_dev_server(payload_dir: Path, attempts: int = 3) -> WorkflowEnvironment:
+    """The SDK gives the dev server 5 s to answer; on two busy cores (a model server loading, the
+    other test processes starting theirs) it can miss that once: start it again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await WorkflowEnvironment.start_local(
+                dev_server_existing_path=binary("temporal"),
+                search_attributes=[TURN_STATUS_KEY, PENDING_APPROVALS_KEY],
+                data_converter=data_converter(Settings(payload_store=str(payload_dir))),
+                dev_server_log_level="error",
+            )
+        except RuntimeError as err:
+            if attempt == attempts or "did not start" not in str(err):
+                raise
+    raise AssertionError("unreachable")
 
 
 @pytest_asyncio.fixture
