@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, paged, refused
 from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.temporal import Session, rpc
+from core.models import DecisionInput
 
 if TYPE_CHECKING:
     from core.models import Decision
@@ -75,16 +76,15 @@ def conversation_text(conversation_id: str, parent_id: str | None) -> str:
     return shown(conversation_id if parent_id is None else f"{conversation_id} (subagent of {parent_id})")
 
 
-def refusal_of(row: dict[str, Any] | None, request_id: str, conversation_id: str | None) -> str | None:
-    """Why this decision must not be sent, judged from the projection; None when it may go."""
-    if row is None:
-        return f"no approval request {request_id}"
-    if conversation_id is not None and row["conversation_id"] != conversation_id:
-        return f"{request_id} belongs to conversation {row['conversation_id']}, not {conversation_id}"
-    if row["decision"] is not None:
-        return f"{request_id} was already resolved: {row['decision']} by {row['decided_by']}"
-    # A claimed but unrecorded decision is refused by send_decision, which also re-delivers it.
-    return None
+def refusal_of(row: dict[str, Any] | None, decision: DecisionInput, conversation_id: str | None) -> str | None:
+    """Why this decision must not be sent, judged from the projection by the rule the workflow
+    applies (core/refusals.py); None when it may go. A claimed but unrecorded decision is refused
+    by send_decision, which also re-delivers it."""
+    from core.refusals import decision_refusal
+    from storage.claims import facts_from_row
+
+    refused = decision_refusal(None if row is None else facts_from_row(row), decision, conversation_id)
+    return None if refused is None else refused.message
 
 
 async def decide(args: argparse.Namespace, session: Session) -> int:
@@ -97,7 +97,10 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
         raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
     store = session.store()
     rows = {request_id: await store.approval(request_id) for request_id in ids}
-    refusals = {rid: why for rid in ids if (why := refusal_of(rows[rid], rid, args.conversation)) is not None}
+    decisions, decider = await _decisions(args, session, rows)
+    refusals = {
+        rid: why for rid in ids if (why := refusal_of(rows[rid], decisions[rid], args.conversation)) is not None
+    }
     if len(ids) == 1 and refusals:
         raise refused(refusals[ids[0]])
     if len(ids) > 1:
@@ -106,8 +109,8 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
             row = rows[request_id]
             call = tool_call_text(row["tool_name"], row["arguments"]) if row is not None else "(unknown request)"
             print(f"  {shown(request_id)}  {call}")
-    todo = [row for rid, row in rows.items() if rid not in refusals and row is not None]
-    failures = await _send_all(args, session, todo, refusals) if todo else {}
+    todo = [(row, decisions[rid]) for rid, row in rows.items() if rid not in refusals and row is not None]
+    failures = await _send_all(session, todo, refusals, decider) if todo else {}
     for request_id in ids:
         why = refusals.get(request_id) or failures.get(request_id)
         if why is not None:
@@ -123,42 +126,47 @@ def _decision(args: argparse.Namespace) -> Decision:
     return "deny" if args.command == "deny" else ("always_allow" if args.always else "allow")
 
 
-async def _send_all(
-    args: argparse.Namespace, session: Session, rows: list[dict[str, Any]], refusals: dict[str, str]
-) -> dict[str, str]:
-    """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
+async def _decisions(
+    args: argparse.Namespace, session: Session, rows: dict[str, dict[str, Any] | None]
+) -> tuple[dict[str, DecisionInput], str]:
+    """One decision per request, by the CLI's principal, each bound to the arguments this command
+    read and prints (or to the hash the person gave); and who decides, as printed."""
     from cli.users import who_decides
-    from core.models import DecisionInput
-    from doors.control import ERROR_UNDELIVERED, send_batch
 
-    decision = _decision(args)
     decided_by, groups, how = await who_decides(args, session)
-    client = await session.client()
-    # Each bound to the arguments this command read and prints (or to the hash the person gave).
-    requests = [
-        DecisionInput(
-            request_id=row["request_id"],
-            decision=decision,
+    decider = f"{decided_by} ({how}; groups: {', '.join(groups) or 'none'})"
+    decisions = {
+        rid: DecisionInput(
+            request_id=rid,
+            decision=_decision(args),
             reason=args.reason,
             decided_by=decided_by,
-            args_hash=args.args_hash or row["args_hash"],
+            args_hash=args.args_hash or (row["args_hash"] if row is not None else None),
             door="cli",
             principal=decided_by,
             groups=groups,
         )
-        for row in rows
-    ]
+        for rid, row in rows.items()
+    }
+    return decisions, decider
+
+
+async def _send_all(
+    session: Session, todo: list[tuple[dict[str, Any], DecisionInput]], refusals: dict[str, str], decider: str
+) -> dict[str, str]:
+    """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
+    from doors.control import ERROR_UNDELIVERED, send_batch
+
+    client = await session.client()
+    requests = [request for _, request in todo]
     results = await rpc(send_batch(client, session.settings, requests, session.store()), "sending the decisions")
     failures: dict[str, str] = {}
-    for row, request, result in zip(rows, requests, results, strict=True):
+    for (row, request), result in zip(todo, results, strict=True):
         if result.error_type is not None:
             into = failures if result.error_type == ERROR_UNDELIVERED else refusals
             into[row["request_id"]] = result.message or result.error_type
             continue
-        print(f"{_VERBS[decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
-        where = (
-            f"request {row['request_id']} in conversation {row['conversation_id']},"
-            f" decided by {decided_by} ({how}; groups: {', '.join(groups) or 'none'})"
-        )
+        print(f"{_VERBS[request.decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
+        where = f"request {row['request_id']} in conversation {row['conversation_id']}, decided by {decider}"
         print(f"  {shown(where)} (arguments {request.args_hash})")
     return failures

@@ -51,9 +51,8 @@ async def edit(args: argparse.Namespace, session: Session) -> int:
     from storage.claims import DecisionRefused
 
     row = await session.store().approval(args.request_id)
-    why = refusal_of(row, args.request_id, args.conversation)
-    if why is not None or row is None:
-        raise refused(why or f"no approval request {args.request_id}")
+    if row is None:
+        raise refused(f"no approval request {args.request_id}")
     edited = new_arguments(args, row["arguments"])
     decided_by, groups, how = await who_decides(args, session)
     decision = DecisionInput(
@@ -67,6 +66,9 @@ async def edit(args: argparse.Namespace, session: Session) -> int:
         principal=decided_by,
         groups=groups,
     )
+    why = refusal_of(row, decision, args.conversation)
+    if why is not None:
+        raise refused(why)
     client = await session.client()
     try:
         await rpc(send_decision(client, session.settings, decision, session.store()), "sending the edit")

@@ -10,19 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.approvers import approver_refusal, may_decide
-from core.models import (
-    ERROR_ALREADY_RESOLVED,
-    ERROR_INVALID_EDIT,
-    ERROR_NOT_AN_APPROVER,
-    ERROR_STALE_APPROVAL,
-    ERROR_UNKNOWN_APPROVAL,
-    ApprovalRecord,
-    DecisionInput,
-    Resolution,
-    arguments_hash,
-    request_id_for,
-)
+from core.approvers import may_decide
+from core.models import ERROR_INVALID_EDIT, ApprovalRecord, DecisionInput, Resolution
+from core.refusals import Refusal, RequestFacts, approvals_missing, decision_refusal
 
 if TYPE_CHECKING:
     from core.edits import EditDesk
@@ -68,55 +58,34 @@ class ApprovalBook:
         current = {rid: rec.resolution for rid, rec in self._records.items() if rec.resolution is not None}
         return {**self._carried, **current}
 
-    def refusal(
-        self,
-        request_id: str,
-        args_hash: str | None = None,
-        principal: str | None = None,
-        groups: list[str] | None = None,
-        verdict: str | None = None,
-    ) -> tuple[str, str] | None:
-        """Why a decision for request_id must be refused, or None when it may be applied. A decision
-        that carries an arguments hash binds to those arguments: any other hash is stale."""
+    def facts(self, request_id: str) -> RequestFacts | None:
+        """What the book knows of a request, for the one refusal rule (core/refusals.py)."""
         record = self._records.get(request_id)
-        earlier = record.resolution if record is not None else self._carried.get(request_id)
-        if earlier is not None:
-            return ERROR_ALREADY_RESOLVED, f"approval {request_id} was already resolved: {earlier}"
-        if record is not None:
-            current = arguments_hash(record.arguments)
-            if args_hash is not None and args_hash != current:
-                return (
-                    ERROR_STALE_APPROVAL,
-                    f"approval {request_id} is stale: decided on arguments hash {args_hash}, the call's is {current}",
-                )
-            if not may_decide(record.approvers, principal, groups or [], record.not_by):
-                why = approver_refusal(request_id, record.approvers, principal, groups or [], record.not_by)
-                return ERROR_NOT_AN_APPROVER, why
-            if verdict != "deny" and principal in record.approved_by:
-                more = record.required - len(record.approved_by)
-                return (
-                    ERROR_ALREADY_RESOLVED,
-                    f"{principal} already approved {request_id}; it needs {more} more approver(s)",
-                )
-            return None
-        if not request_id.startswith(request_id_for(self._conversation_id, "")):
-            return (
-                ERROR_UNKNOWN_APPROVAL,
-                f"approval {request_id} does not belong to conversation {self._conversation_id}",
-            )
-        return ERROR_UNKNOWN_APPROVAL, f"no approval {request_id} in conversation {self._conversation_id}"
-
-    def refuse(self, decision: DecisionInput) -> tuple[str, str] | None:
-        """refusal() of a whole decision, with an edit's own checks (core/edits.py)."""
-        found = self.refusal(
-            decision.request_id, decision.args_hash, decision.principal, decision.groups, decision.decision
+        if record is None:
+            carried = self._carried.get(request_id)
+            if carried is None:
+                return None
+            return RequestFacts(request_id, self._conversation_id, {}, resolution=carried)
+        return RequestFacts(
+            request_id=request_id,
+            conversation_id=self._conversation_id,
+            arguments=record.arguments,
+            approvers=record.approvers,
+            not_by=record.not_by,
+            required=record.required,
+            approved_by=tuple(record.approved_by),
+            resolution=record.resolution,
+            decided_by=record.decided_by,
         )
-        if found is not None or (decision.decision != "edit" and decision.arguments is None):
+
+    def refuse(self, decision: DecisionInput) -> Refusal | None:
+        """Why the decision must be refused, or None when it may be applied: the rule every door
+        applies first (core/refusals.py), then the edit's checks that need the tool (core/edits.py)."""
+        found = decision_refusal(self.facts(decision.request_id), decision, self._conversation_id)
+        if found is not None or decision.decision != "edit":
             return found
-        if decision.decision != "edit":
-            return ERROR_INVALID_EDIT, f"arguments go with an edit only, not with {decision.decision}"
         if self.edits is None:
-            return ERROR_INVALID_EDIT, f"{decision.request_id} cannot be edited"
+            return Refusal(ERROR_INVALID_EDIT, f"{decision.request_id} cannot be edited")
         return self.edits.refusal(self._records[decision.request_id], decision)
 
     def apply(self, decision: DecisionInput, now: datetime) -> Resolution | None:
@@ -135,7 +104,7 @@ class ApprovalBook:
         record.decided_groups += [group for group in decision.groups if group not in record.decided_groups]
         if decision.decision != "deny" and record.required > 1:
             record.approved_by.append(decision.principal or decision.decided_by or "unknown")
-            if len(record.approved_by) < record.required:
+            if approvals_missing(record.required, len(record.approved_by)) > 0:
                 return None
             decided_by = ", ".join(record.approved_by)
         self._resolve(record, decision.decision, decision.reason, decided_by, now)

@@ -10,31 +10,19 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from core.approvals import ApprovalBook
-from core.approvers import approver_refusal, may_decide
-from core.models import (
-    ERROR_ALREADY_RESOLVED,
-    ERROR_NOT_AN_APPROVER,
-    ERROR_UNKNOWN_APPROVAL,
-    ApprovalExtension,
-    ExtensionInput,
-)
+from core.models import ApprovalExtension, ExtensionInput
+from core.refusals import Refusal, already_resolved, unknown, who_refusal
 
 
-def extension_refusal(book: ApprovalBook, extension: ExtensionInput) -> tuple[str, str] | None:
-    """Why the extension must be refused (error type, message), or None when it may be applied."""
-    pending = {record.request_id: record for record in book.pending()}
-    record = pending.get(extension.request_id)
-    if record is None:
-        earlier = book.resolutions().get(extension.request_id)
-        if earlier is not None:
-            return ERROR_ALREADY_RESOLVED, f"approval {extension.request_id} was already resolved: {earlier}"
-        return ERROR_UNKNOWN_APPROVAL, f"no pending approval {extension.request_id}"
-    if not may_decide(record.approvers, extension.principal, extension.groups, record.not_by):
-        why = approver_refusal(
-            extension.request_id, record.approvers, extension.principal, extension.groups, record.not_by
-        )
-        return ERROR_NOT_AN_APPROVER, why.replace(" decide ", " extend ")
-    return None
+def extension_refusal(book: ApprovalBook, extension: ExtensionInput) -> Refusal | None:
+    """Why the extension must be refused, or None when it may be applied: whoever may decide a
+    waiting request may extend it (core/refusals.py)."""
+    facts = book.facts(extension.request_id)
+    if facts is None:
+        return unknown(extension.request_id)
+    if facts.resolution is not None:
+        return already_resolved(extension.request_id, facts.resolution, facts.decided_by)
+    return who_refusal(facts, extension.principal, extension.groups, verb="extend")
 
 
 def extend(book: ApprovalBook, extension: ExtensionInput, now: datetime) -> datetime:

@@ -32,6 +32,7 @@ from core.models import (
     ToolDef,
 )
 from core.policy import evaluate
+from core.refusals import Refusal, no_arguments, one_person_only, same_arguments
 from core.tool_registry import InvalidToolCall, main_argument_text, validate_arguments
 
 # Histories recorded before edits existed never applied one; an edit arriving in one is ignored.
@@ -57,7 +58,7 @@ def edited_call(
     decide the original call is checked before (ApprovalBook.refusal)."""
     rid = record.request_id
     if decision.arguments is None:
-        raise EditRefused(ERROR_INVALID_EDIT, f"an edit of {rid} must carry the new arguments")
+        raise EditRefused(*no_arguments(rid))
     if tool.name != record.tool_name or (record.tool_hash is not None and tool.definition_hash() != record.tool_hash):
         raise EditRefused(ERROR_INVALID_EDIT, f"the tool of {rid} is no longer the one the call was asked for")
     try:
@@ -65,16 +66,12 @@ def edited_call(
     except InvalidToolCall as err:
         raise EditRefused(ERROR_INVALID_EDIT, f"the edited arguments of {rid} are not valid: {err}") from None
     if arguments == record.arguments:
-        raise EditRefused(ERROR_INVALID_EDIT, f"the edited arguments of {rid} are the call's own: approve it instead")
+        raise EditRefused(*same_arguments(rid))
     if evaluate(rules, tool, main_argument_text(tool, arguments)) == "deny":
         raise EditRefused(ERROR_EDIT_DENIED, f"a deny rule of the policy matches the edited {tool.name} call of {rid}")
     needed = max(record.required, required_for(rules, tool, arguments))
     if needed > 1:
-        raise EditRefused(
-            ERROR_INVALID_EDIT,
-            f"{rid} needs {needed} approvers as asked or as edited; an edit is one person's decision,"
-            " so approve or deny the call as it is",
-        )
+        raise EditRefused(*one_person_only(rid, needed, as_edited=needed > record.required))
     approvers = approvers_for(rules, tool, arguments)
     not_by = not_by_for(rules, tool, arguments, started_by)
     if not may_decide(approvers, decision.principal, decision.groups, not_by):
@@ -113,11 +110,11 @@ class EditDesk:
         except EditRefused:
             return None
 
-    def refusal(self, record: ApprovalRecord, decision: DecisionInput) -> tuple[str, str] | None:
+    def refusal(self, record: ApprovalRecord, decision: DecisionInput) -> Refusal | None:
         try:
             self.arguments(record, decision)
         except EditRefused as err:
-            return err.error_type, str(err)
+            return Refusal(err.error_type, str(err))
         return None
 
 

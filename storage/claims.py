@@ -8,20 +8,13 @@ projection tables stay the worker's alone.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from core.approvers import approver_refusal, may_decide
-from core.models import (
-    ERROR_ALREADY_RESOLVED,
-    ERROR_INVALID_EDIT,
-    ERROR_NOT_AN_APPROVER,
-    ERROR_STALE_APPROVAL,
-    ERROR_UNKNOWN_APPROVAL,
-    DecisionInput,
-    arguments_hash,
-)
+from core.models import ERROR_ALREADY_RESOLVED, DecisionInput
+from core.refusals import RequestFacts, already_approved, approvals_missing, decision_refusal, unknown
+from storage import reader
 from storage.backend import Tx
 from storage.writes import now_iso
 
@@ -45,32 +38,31 @@ class ClaimedDecision:
     decision: DecisionInput
 
 
-async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
-    """Check the request against the projection and claim it atomically, or refuse."""
-    row = await tx.fetchone(
-        "SELECT conversation_id, decision, decided_by, details_json FROM ui_pending_approvals WHERE request_id = ?",
-        (decision.request_id,),
+def facts_from_row(row: dict[str, Any]) -> RequestFacts:
+    """A read-model approval row (storage/reader.py's shape) as the facts the refusal rule judges."""
+    return RequestFacts(
+        request_id=row["request_id"],
+        conversation_id=row["conversation_id"],
+        arguments=row["arguments"],
+        approvers=row["approvers"],
+        not_by=row["not_by"],
+        required=row["required"],
+        approved_by=tuple(row["approved_by"]),
+        resolution=row["decision"],
+        decided_by=row["decided_by"],
     )
-    if row is None:
-        raise DecisionRefused(ERROR_UNKNOWN_APPROVAL, f"no approval request {decision.request_id}")
-    if row["decision"] is not None:
-        raise DecisionRefused(
-            ERROR_ALREADY_RESOLVED,
-            f"{decision.request_id} was already resolved: {row['decision']} by {row['decided_by']}",
-        )
-    conversation_id = str(row["conversation_id"])
-    details = json.loads(row["details_json"])
-    stale = _stale_hash(decision, details.get("arguments", {}))
-    if stale is not None:
-        raise DecisionRefused(ERROR_STALE_APPROVAL, stale)
-    approvers, not_by = details.get("approvers"), details.get("not_by")
-    if not may_decide(approvers, decision.principal, decision.groups, not_by):
-        why = approver_refusal(decision.request_id, approvers, decision.principal, decision.groups, not_by)
-        raise DecisionRefused(ERROR_NOT_AN_APPROVER, why)
-    edit = _edit_refusal(decision, details)
-    if edit is not None:
-        raise DecisionRefused(ERROR_INVALID_EDIT, edit)
-    if await _one_of_several(tx, decision, details.get("required", 1)):
+
+
+async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
+    """Judge the decision by the read model's row (core/refusals.py, the rule the workflow applies
+    too) and claim the request atomically, or refuse."""
+    row = await reader.get_approval(tx, decision.request_id)
+    facts = None if row is None else facts_from_row(row)
+    refused = decision_refusal(facts, decision)
+    if facts is None or refused is not None:
+        raise DecisionRefused(*(refused or unknown(decision.request_id)))
+    conversation_id = facts.conversation_id
+    if await _one_of_several(tx, decision, facts.required):
         return ClaimedDecision(conversation_id, decision)
     # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
     won = await tx.execute(
@@ -122,37 +114,14 @@ async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> boo
         "INSERT INTO ui_partial_approvals (request_id, principal, approved_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         (decision.request_id, decision.principal, now_iso()),
     )
-    if not added:
-        raise DecisionRefused(ERROR_ALREADY_RESOLVED, f"{decision.principal} already approved {decision.request_id}")
     count = await tx.fetchone(
         "SELECT COUNT(*) AS approvals FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,)
     )
-    return count is not None and int(count["approvals"]) < required
-
-
-def _edit_refusal(decision: DecisionInput, details: dict) -> str | None:
-    """What the projection can tell of an edit at once; the workflow checks the rest."""
-    rid = decision.request_id
-    if decision.decision != "edit":
-        return None if decision.arguments is None else f"arguments go with an edit only, not {decision.decision}"
-    if decision.arguments is None:
-        return f"an edit of {rid} must carry the new arguments"
-    if decision.arguments == details.get("arguments"):
-        return f"the edited arguments of {rid} are the call's own: approve it instead"
-    required = details.get("required", 1)
-    if required > 1:
-        return f"{rid} needs {required} approvers; an edit is one person's decision, so approve or deny it as it is"
-    return None
-
-
-def _stale_hash(decision: DecisionInput, arguments: object) -> str | None:
-    """Why the decision is stale (it was made on other arguments than the request's), or None."""
-    if decision.args_hash is None:
-        return None
-    current = arguments_hash(arguments)
-    if decision.args_hash == current:
-        return None
-    return f"{decision.request_id} is stale: decided on arguments hash {decision.args_hash}, the call's is {current}"
+    approvals = int(count["approvals"]) if count is not None else 0
+    if not added:  # approved by the same person in a concurrent claim: refused as the rule says
+        missing = approvals_missing(required, approvals)
+        raise DecisionRefused(*already_approved(decision.principal, decision.request_id, missing))
+    return approvals_missing(required, approvals) > 0
 
 
 def _stale(claimed_at: str) -> bool:

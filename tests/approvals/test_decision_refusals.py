@@ -52,10 +52,10 @@ async def test_update_refuses_unknown_foreign_and_second_decisions(
 
         assert await refused_type(client, mine, f"perm_{mine}_nope") == (
             "UnknownApproval",
-            f"no approval perm_{mine}_nope in conversation {mine}",
+            f"no approval request perm_{mine}_nope",
         )
         kind, message = await refused_type(client, mine, other_row["request_id"])
-        assert kind == "UnknownApproval" and "does not belong to conversation" in message
+        assert (kind, message) == ("UnknownApproval", f"no approval request {other_row['request_id']}")
         assert (await get_state(client, mine)).model_dump() == before.model_dump(), "refusals change nothing"
         assert (await get_state(client, other)).pending_approvals[0].resolution is None
 

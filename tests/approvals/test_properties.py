@@ -196,7 +196,7 @@ def test_the_first_decision_wins_and_every_other_is_refused_without_change(
     expected: dict[str, Resolution] = dict(carried)
     for request_id, decision in decisions:
         before = snapshot(book)
-        refusal = book.refusal(request_id)
+        refusal = book.refuse(DecisionInput(request_id=request_id, decision=decision))  # type: ignore[arg-type]
         if request_id in expected:
             assert refusal is not None and refusal[0] == ERROR_ALREADY_RESOLVED
         elif request_id not in records:
