@@ -28,7 +28,7 @@ from cli.run_plan import (
     temporal_binary,
 )
 from cli.supervisor import Child, Supervisor, say
-from config.connection import connect
+from payload_store.connection import connect
 from config.settings import Settings
 from doors.control import start_conversation
 from storage.store import ProjectionStore

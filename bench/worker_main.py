@@ -13,7 +13,7 @@ import contextlib
 from temporalio.worker import Worker
 
 from bench.floor import FloorActivities, FloorWorkflow
-from config.connection import connect
+from payload_store.connection import connect
 from config.settings import Settings
 from worker import HostWorker, build_worker
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from config.connection import connect
+from payload_store.connection import connect
 from config.settings import Settings
 from core.models import ConversationState
 from doors import control
