@@ -245,7 +245,7 @@ class Settings:
             hidden.append(Path(self.payload_store))
         if self.policy_file is not None:
             hidden.append(Path(self.policy_file))
-        checkout = Path(__file__).resolve().parent
+        checkout = Path(__file__).resolve().parents[1]  # config/ sits at the top of the checkout
         if (checkout / "pyproject.toml").exists():  # a source checkout, not an installed package
             hidden.append(checkout)
         return SandboxPolicy(
