@@ -28,9 +28,9 @@ from cli.run_plan import (
     temporal_binary,
 )
 from cli.supervisor import Child, Supervisor, say
-from config.connection import connect
 from config.settings import Settings
 from doors.control import start_conversation
+from payload_store.connection import connect
 from storage.store import ProjectionStore
 
 DEMO_MESSAGE = "write hello to notes.txt"

@@ -25,9 +25,9 @@ from activities.sandbox import describe as describe_sandbox
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
-from config.connection import connect
 from config.settings import Settings
 from maintenance.failure_watch import FailureWatch
+from payload_store.connection import connect
 from storage.store import ProjectionStore
 from workflows.conversation import ConversationWorkflow
 

@@ -29,7 +29,7 @@ from activities.mcp_definitions import result_text, tool_definition
 from activities.mcp_launch import stdio_parameters
 from activities.mcp_stderr import StderrTail
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
-from activities.tool_config import McpServerConfig
+from config.tools_section import McpServerConfig
 from core.models import ToolDef, ToolResult
 
 log = logging.getLogger("activities.mcp_servers")

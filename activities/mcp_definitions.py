@@ -10,7 +10,7 @@ from typing import Any
 import mcp_types
 
 from activities.builtin_tools import truncate
-from activities.tool_config import McpServerConfig
+from config.tools_section import McpServerConfig
 from core.models import PermissionType, ToolDef, ToolResult
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")

@@ -22,7 +22,7 @@ from mcp import StdioServerParameters
 from activities.git_guard import git_environment, guard_dir
 from activities.mcp_launchers import launcher_needs
 from activities.sandbox import SYSTEM_PATHS, SandboxPolicy, sandboxed_launch
-from activities.tool_config import McpServerConfig
+from config.tools_section import McpServerConfig
 
 
 def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxPolicy) -> StdioServerParameters:

@@ -21,8 +21,8 @@ from pathlib import Path
 from activities.mcp_connection import McpConnection, reason
 from activities.mcp_definitions import mcp_tool_name, result_text, tool_definition
 from activities.sandbox import SandboxPolicy
-from activities.tool_config import McpServerConfig
 from activities.workspaces import holds_workspaces, workspace_for
+from config.tools_section import McpServerConfig
 from core.models import ToolDef
 
 __all__ = ["McpConnection", "McpServers", "mcp_tool_name", "result_text", "tool_definition"]

@@ -9,8 +9,8 @@ configuration and checkout, the home directories and everything else are absent;
 hidden that fall inside a visible tree are covered. It holds no capabilities, so it cannot undo a
 mount, and its environment is an explicit allow-list, so no secret or Temporal address leaks in.
 /proc/sys and /proc/sysrq-trigger are read-only and /sys is absent, so no kernel setting can be
-written. Who the process is on the host is sandbox_identity's rule; how much it may use,
-sandbox_limits'.
+written. Who the process is on the host is sandbox_identity's rule; how much it may use (the policy's
+limits) is config/sandbox_section's.
 
 Bubblewrap is preferred; util-linux `unshare` (present on every Linux machine) builds the same
 view when bubblewrap is missing (sandbox_unshare). When neither starts, or one would leave the
@@ -24,12 +24,12 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from activities.sandbox_identity import NOBODY, give_workspace, not_root_problem, setpriv_options, worker_is_root
-from activities.sandbox_limits import SandboxLimits
+from activities.sandbox_identity import give_workspace, not_root_problem, setpriv_options, worker_is_root
 from activities.sandbox_unshare import unshare_argv
+from config.sandbox_section import SandboxPolicy
 
 LAUNCHERS = ("bwrap", "unshare")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -48,24 +48,6 @@ PROBE_TIMEOUT_SECONDS = 10.0
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox could start here; the tool must not run."""
-
-
-@dataclass(frozen=True)
-class SandboxPolicy:
-    """How tools that start processes are confined. `enabled=False` runs them as the worker does."""
-
-    enabled: bool = True
-    network: bool = False
-    env: tuple[str, ...] = ()  # variables passed through besides PATH, LANG, LC_*, TERM, TZ
-    hidden: tuple[Path, ...] = ()  # covered if they fall inside a visible tree (a system dir, the workspace)
-    launcher: str = "auto"  # auto (bwrap, else unshare), bwrap or unshare
-    readonly: tuple[Path, ...] = ()  # more directories visible read-only (an MCP server's installation)
-    limits: SandboxLimits = field(default_factory=SandboxLimits)
-    uid: int = NOBODY  # the host uid and gid tools run as when the worker is root
-    gid: int = NOBODY
-
-    def with_network(self, network: bool) -> SandboxPolicy:
-        return replace(self, network=network)
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-
-NOBODY = 65534
 
 
 def worker_is_root() -> bool:
@@ -62,11 +59,3 @@ def not_root_problem(status: str) -> str | None:
         if line.startswith("CapEff:") and int(line.split()[1], 16) != 0:
             return "the sandboxed process still holds capabilities"
     return None
-
-
-def ids_from_table(table: Mapping[str, object]) -> tuple[int, int]:
-    """The uid and gid a POLICY_FILE [sandbox] table names for a root worker's tools (never 0)."""
-    ids = (table.get("uid", NOBODY), table.get("gid", NOBODY))
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in ids):
-        raise ValueError(f"sandbox: uid and gid must be whole numbers above 0, not root (got {ids[0]!r}, {ids[1]!r})")
-    return ids[0], ids[1]  # type: ignore[return-value]

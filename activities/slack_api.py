@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from activities.channels import ChannelConfig
+from config.notify_section import ChannelConfig
 
 RETRIED_ERRORS = {"ratelimited", "service_unavailable", "request_timeout", "internal_error", "fatal_error"}
 

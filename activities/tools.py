@@ -13,9 +13,9 @@ from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
-from activities.tool_config import ToolsConfig
 from activities.tool_sources import ToolSources
-from activities.workspaces import DEFAULT_MAX_READ_BYTES, workspace_for
+from activities.workspaces import workspace_for
+from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from core.tool_specs import TOOL_SPECS, InvalidToolCall
 from storage.store import ProjectionStore

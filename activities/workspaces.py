@@ -16,11 +16,11 @@ import re
 from pathlib import Path
 
 from activities.sandbox import SandboxPolicy
+from config.tools_section import DEFAULT_MAX_READ_BYTES
 from core.tool_specs import InvalidToolCall
 
 CONVERSATIONS_DIR = "conversations"
 SHARED_DIR = "shared"
-DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9.-]")
 
 

@@ -13,8 +13,8 @@ import contextlib
 from temporalio.worker import Worker
 
 from bench.floor import FloorActivities, FloorWorkflow
-from config.connection import connect
 from config.settings import Settings
+from payload_store.connection import connect
 from worker import HostWorker, build_worker
 
 

@@ -42,7 +42,7 @@ class Session:
         if self._client is None:
             import asyncio
 
-            from config.connection import connect
+            from payload_store.connection import connect
 
             where = f"{self.settings.temporal_address} (namespace {self.settings.namespace})"
             try:

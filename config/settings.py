@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import os
 import socket
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from activities.channels import NotifyConfig
-    from activities.sandbox import SandboxPolicy
-    from activities.tool_config import ToolsConfig
-    from core.models import DelegationLimits, PolicyRules
-    from ui.proxy_identity import ProxyIdentity
+from config.database_location import is_postgres, sqlite_path
+from config.errors import ConfigError
+from config.sandbox_section import SANDBOX_CHOICES, SandboxPolicy
 
-SANDBOX_CHOICES = ("auto", "bwrap", "unshare", "off")
+if TYPE_CHECKING:
+    from config.notify_section import NotifyConfig
+    from config.policy_file import PolicyFile
+    from config.proxy_section import ProxyIdentity
+    from config.tools_section import ToolsConfig
+    from core.models import DelegationLimits, PolicyRules
+
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
 DEMO_MODEL_NAME = "scripted-demo"
 OPENAI_URL = "https://api.openai.com/v1"
@@ -81,10 +83,6 @@ def _context_budget() -> int:
     return default_context_budget(_model_name())
 
 
-class ConfigError(ValueError):
-    """A setting that cannot be used; the message names the variable."""
-
-
 def _float_env(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -125,8 +123,6 @@ def _switch_env(name: str, default: bool) -> bool:
 
 def _database(name: str, default: str | None) -> str | Path | None:
     """A database setting: a PostgreSQL URL stays a string, anything else is a SQLite path."""
-    from storage.backend import is_postgres, sqlite_path
-
     raw = os.environ.get(name) or default
     if raw is None:
         return None
@@ -185,7 +181,7 @@ class Settings:
 
     def proxy_identity(self) -> ProxyIdentity:
         """Who the trusted proxy may name, and in which headers; ConfigError for a bad address."""
-        from ui.proxy_identity import ProxyIdentity, parse_proxies
+        from config.proxy_section import ProxyIdentity, parse_proxies
 
         try:
             proxies = parse_proxies(self.trusted_proxies)
@@ -198,62 +194,41 @@ class Settings:
         """The task queue only this host's workers poll: the tools of the conversations pinned here."""
         return f"{self.task_queue}@{self.worker_host}"
 
-    def load_policy(self) -> PolicyRules:
-        """Read POLICY_FILE once; its rules travel in the workflow input so replays agree."""
-        # Imported here: pydantic models cost every short CLI command a quarter second at start.
-        from core.models import PolicyRules
-        from core.policy import DEFAULT_RULES, InvalidRule, validate_rules
+    def policy(self) -> PolicyFile:
+        """POLICY_FILE's current content, parsed once for each content (config/policy_file.py)."""
+        from config.policy_file import read_policy_file
 
-        if self.policy_file is None:
-            return DEFAULT_RULES
-        path = Path(self.policy_file)
-        try:
-            data = tomllib.loads(path.read_text())
-            return validate_rules(PolicyRules.model_validate(data))
-        except FileNotFoundError:
-            raise ConfigError(f"POLICY_FILE {path} does not exist") from None
-        except (tomllib.TOMLDecodeError, InvalidRule, ValueError) as err:
-            raise ConfigError(f"POLICY_FILE {path} is not a valid policy: {err}") from None
+        return read_policy_file(self.policy_file)
+
+    def load_policy(self) -> PolicyRules:
+        """POLICY_FILE's rules; they travel in the workflow input so replays agree."""
+        return self.policy().rules
 
     def load_delegation(self) -> DelegationLimits:
         """Subagent limits and rules: POLICY_FILE's [delegation] table, DELEGATION_MAX_DEPTH and
         DELEGATION_MAX_CHILDREN over it. They travel in the workflow input, like the rules."""
         from pydantic import ValidationError
 
-        from core.models import DelegationLimits, PolicyRules
-        from core.policy import InvalidRule, validate_rules
+        from core.models import DelegationLimits
 
-        table = self._policy_table().get("delegation", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"POLICY_FILE {self.policy_file}: [delegation] must be a table")
-        rule_keys = ("mode", "allow", "ask", "deny", "network")
+        policy = self.policy()
+        table = policy.table("delegation")
         try:
-            own = {key: table[key] for key in rule_keys if key in table}
-            limits = DelegationLimits(
-                max_depth=_count_env("DELEGATION_MAX_DEPTH", table.get("max_depth", 2)),
-                max_children=_count_env("DELEGATION_MAX_CHILDREN", table.get("max_children", 4)),
-                rules=validate_rules(PolicyRules.model_validate(own)) if own else None,
+            return DelegationLimits(
+                max_depth=_count_env("DELEGATION_MAX_DEPTH", table.get("max_depth", 2)),  # type: ignore[arg-type]
+                max_children=_count_env("DELEGATION_MAX_CHILDREN", table.get("max_children", 4)),  # type: ignore[arg-type]
+                rules=policy.delegation_rules,
             )
-        except (ValidationError, InvalidRule) as err:
-            raise ConfigError(f"POLICY_FILE {self.policy_file}: invalid [delegation]: {err}") from None
-        return limits
+        except ValidationError as err:
+            from config.policy_file import one_line
+
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: invalid [delegation]: {one_line(err)}") from None
 
     def sandbox_policy(self) -> SandboxPolicy:
         """How tools that start processes are confined: POLICY_FILE's [sandbox] table, then
         TOOL_SANDBOX (auto, bwrap, unshare or off) over it. What they must never read is hidden."""
-        from activities.sandbox import SandboxPolicy
-        from activities.sandbox_identity import ids_from_table
-        from activities.sandbox_limits import limits_from_table
-
-        table = self._policy_table().get("sandbox", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"POLICY_FILE {self.policy_file}: [sandbox] must be a table")
-        try:  # limits per tool process, and the uid and gid a root worker's tools run as
-            limits, (uid, gid) = limits_from_table(table), ids_from_table(table)
-        except ValueError as err:
-            raise ConfigError(f"POLICY_FILE {self.policy_file}: {err}") from None
-        enabled, launcher = table.get("enabled", True), table.get("launcher", "auto")
-        names, hide = table.get("env", []), table.get("hide", [])
+        section = self.policy().sandbox
+        enabled, launcher, names, hide = section.enabled, section.launcher, section.env, section.hide
         if self.tool_sandbox is not None:
             enabled, launcher = self.tool_sandbox != "off", self.tool_sandbox
         if not isinstance(enabled, bool) or launcher not in SANDBOX_CHOICES:
@@ -270,84 +245,42 @@ class Settings:
             hidden.append(Path(self.payload_store))
         if self.policy_file is not None:
             hidden.append(Path(self.policy_file))
-        checkout = Path(__file__).resolve().parent
+        checkout = Path(__file__).resolve().parents[1]  # config/ sits at the top of the checkout
         if (checkout / "pyproject.toml").exists():  # a source checkout, not an installed package
             hidden.append(checkout)
         return SandboxPolicy(
             enabled=enabled,
             env=tuple(names),
             hidden=tuple(p.resolve() for p in hidden),
-            launcher="auto" if launcher == "off" else launcher,
-            limits=limits,
-            uid=uid,
-            gid=gid,
+            launcher="auto" if launcher == "off" else str(launcher),
+            limits=section.limits,
+            uid=section.uid,
+            gid=section.gid,
         )
 
     def max_read_bytes(self) -> int:
         """The most read_file returns of one file: POLICY_FILE's [tools] max_read_bytes, then
         TOOL_MAX_READ_BYTES over it; a bigger file is refused with its size, never read whole."""
-        from activities.workspaces import DEFAULT_MAX_READ_BYTES
+        from config.tools_section import DEFAULT_MAX_READ_BYTES
 
-        table = self._policy_table().get("tools", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"POLICY_FILE {self.policy_file}: [tools] must be a table")
+        table = self.policy().table("tools")
         value = os.environ.get("TOOL_MAX_READ_BYTES") or table.get("max_read_bytes", DEFAULT_MAX_READ_BYTES)
         try:
-            limit = int(value)
+            limit = int(value)  # type: ignore[call-overload]
         except (TypeError, ValueError):
             limit = 0
         if isinstance(value, bool) or limit <= 0:
             raise ConfigError(f"tools: max_read_bytes must be a positive whole number of bytes, not {value!r}")
         return limit
 
-    def _policy_table(self) -> dict[str, object]:
-        if self.policy_file is None:
-            return {}
-        try:
-            return tomllib.loads(Path(self.policy_file).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"POLICY_FILE {self.policy_file} does not exist") from None
-        except tomllib.TOMLDecodeError as err:
-            raise ConfigError(f"POLICY_FILE {self.policy_file} is not valid TOML: {err}") from None
-
     def load_tools(self) -> ToolsConfig:
         """The Python tool modules and MCP servers of the same file; none without one."""
-        from pydantic import ValidationError
-
-        from activities.tool_config import ToolsConfig
-
-        if self.policy_file is None:
-            return ToolsConfig()
-        path = Path(self.policy_file)
-        try:
-            data = tomllib.loads(path.read_text())
-            return ToolsConfig.model_validate(
-                {key: data[key] for key in ("python_tools", "mcp_servers") if key in data}
-            )
-        except FileNotFoundError:
-            raise ConfigError(f"POLICY_FILE {path} does not exist") from None
-        except (tomllib.TOMLDecodeError, ValidationError) as err:
-            raise ConfigError(f"POLICY_FILE {path} has invalid tool settings: {err}") from None
+        return self.policy().tools
 
     def load_notify(self) -> NotifyConfig:
         """The notification channels and the Slack settings of the same file; none without one.
         Every channel an approver rule names must be defined."""
-        from pydantic import ValidationError
-
-        from activities.channels import NotifyConfig
-
-        data = self._policy_table()
-        try:
-            config = NotifyConfig.model_validate(
-                {key: data[key] for key in ("channels", "slack", "notifications") if key in data}
-            )
-        except ValidationError as err:
-            raise ConfigError(f"POLICY_FILE {self.policy_file} has invalid notification settings: {err}") from None
-        named = {n for rule in self.load_policy().approvers for n in [*rule.notify, *rule.escalate_to]}
-        unknown = sorted(n for n in named if not n.startswith("group:") and n not in config.channels)
-        if unknown:
-            raise ConfigError(f"POLICY_FILE {self.policy_file}: approver rules name unknown channels {unknown}")
-        return config
+        return self.policy().notify
 
     @property
     def link_base(self) -> str:

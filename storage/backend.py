@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from config.database_location import is_postgres, sqlite_path
+
 T = TypeVar("T")
 Component = Literal["projection", "ledger"]
 Dialect = Literal["sqlite", "postgresql"]
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 class Tx(Protocol):
@@ -58,20 +59,6 @@ class Backend(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-def is_postgres(location: str | Path) -> bool:
-    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
-
-
-def sqlite_path(location: str | Path) -> Path:
-    """`sqlite:///abs/path` (or `sqlite:////abs/path`), `sqlite:rel/path` or a plain path, as a path."""
-    text = str(location)
-    if text.startswith("sqlite://"):
-        return Path("/" + text.removeprefix("sqlite://").lstrip("/"))
-    if text.startswith("sqlite:"):
-        return Path(text.removeprefix("sqlite:"))
-    return Path(text)
 
 
 def open_backend(location: str | Path, component: Component) -> Backend:

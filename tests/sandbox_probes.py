@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.sandbox import SandboxPolicy, sandboxed_launch
-from activities.sandbox_limits import SandboxLimits
+from config.sandbox_section import SandboxLimits
 
 SETTING = Path("/proc/sys/kernel/printk_ratelimit")
 WAIT_SECONDS = 60.0

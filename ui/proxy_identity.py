@@ -13,55 +13,16 @@ rewriting when this is on, and `X-Forwarded-Proto` is honoured here from trusted
 
 from __future__ import annotations
 
-import ipaddress
 import json
-from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from config.proxy_section import ProxyIdentity
+from config.proxy_section import parse_proxies as parse_proxies  # where the UI's tests read it
 from storage.users import Principal
 
 PEER_TRUSTED = "approvals.proxy_trusted"  # scope key: the direct peer is a configured proxy
 MAX_NAME = 100
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def parse_proxies(text: str | None) -> tuple[Network, ...]:
-    """`10.0.0.5, 10.1.0.0/16, ::1` as networks; ValueError names a bad entry."""
-    found = []
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            found.append(ipaddress.ip_network(item, strict=False))
-        except ValueError:
-            raise ValueError(f"TRUSTED_PROXIES: {item!r} is not an IP address or network") from None
-    return tuple(found)
-
-
-@dataclass(frozen=True)
-class ProxyIdentity:
-    proxies: tuple[Network, ...]
-    user_header: str = "X-Forwarded-User"
-    groups_header: str = "X-Forwarded-Groups"
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.proxies)
-
-    def trusts(self, peer: str | None) -> bool:
-        if peer is None:
-            return False
-        try:
-            address = ipaddress.ip_address(peer)
-        except ValueError:
-            return False
-        return any(address in network for network in self.proxies)
-
-    def names(self) -> tuple[bytes, bytes]:
-        return self.user_header.lower().encode("latin-1"), self.groups_header.lower().encode("latin-1")
 
 
 class ProxyPeerGate:

@@ -23,8 +23,8 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from temporalio.service import RPCError
 
-from activities.channels import SlackConfig
 from activities.slack_text import slack_safe
+from config.notify_section import SlackConfig
 from core.models import Decision, DecisionInput
 from doors import control
 from storage.claims import DecisionRefused

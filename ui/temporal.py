@@ -9,10 +9,10 @@ from datetime import timedelta
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from config.connection import connect
 from config.settings import Settings
 from core.models import ConversationState
 from doors import control
+from payload_store.connection import connect
 from ui.errors import NotFound, ServiceUnavailable
 from workflows.status import TURN_STATUS_KEY
 

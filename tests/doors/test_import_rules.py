@@ -70,23 +70,6 @@ IO_MODULES = {
 }
 
 
-# Known exceptions, each to go: the configuration still builds the typed sections of the sandbox,
-# the tools, the channels and the proxy identity with their owners' classes, and the one place
-# that builds the Temporal client sits beside the settings. The test fails when one is fixed (take
-# it off the list) or a new one appears.
-KNOWN_EXCEPTIONS = {
-    "config/connection.py imports payload_store",
-    "config/settings.py imports storage.backend",
-    "config/settings.py imports activities.tool_config",
-    "config/settings.py imports ui.proxy_identity",
-    "config/settings.py imports activities.sandbox",
-    "config/settings.py imports activities.sandbox_identity",
-    "config/settings.py imports activities.sandbox_limits",
-    "config/settings.py imports activities.channels",
-    "config/settings.py imports activities.workspaces",
-}
-
-
 def imports_of(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -109,7 +92,7 @@ def test_every_package_imports_only_what_its_rule_allows() -> None:
                 top = module.split(".")[0]
                 if top in PROJECT and top != package and top not in allowed:
                     broken.append(f"{path.relative_to(ROOT)} imports {module}")
-    assert set(broken) == KNOWN_EXCEPTIONS, "\n".join(sorted(set(broken) ^ KNOWN_EXCEPTIONS))
+    assert broken == [], "\n".join(sorted(broken))
 
 
 def test_the_core_is_pure() -> None:

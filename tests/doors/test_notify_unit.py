@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.channels import card_url, sign
+from activities.channel_kinds.base import card_url
+from activities.channel_kinds.webhook import sign
 from config.settings import ConfigError, Settings
 from core.models import PolicyRules
 from core.notify_plan import plan_for

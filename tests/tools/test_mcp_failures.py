@@ -14,8 +14,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.mcp_servers import McpServers
-from activities.tool_config import McpServerConfig
 from config.settings import Settings
+from config.tools_section import McpServerConfig
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import wait_status

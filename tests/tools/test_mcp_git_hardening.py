@@ -14,9 +14,9 @@ import pytest
 from temporalio.client import Client
 
 from activities.mcp_servers import McpServers
-from activities.tool_config import McpServerConfig
 from activities.workspaces import workspace_for
 from config.settings import Settings
+from config.tools_section import McpServerConfig
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder, binary
 from tests.helpers import new_workspace, tool_messages, wait_status

@@ -18,11 +18,11 @@ from temporalio.testing import ActivityEnvironment
 from activities.ledger import Ledger
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
-from activities.tool_config import McpServerConfig, ToolsConfig
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspaces import workspace_for
 from config.settings import Settings
+from config.tools_section import McpServerConfig, ToolsConfig
 from core.models import ToolRequest
 from doors.control import start_conversation
 from storage.store import ProjectionStore

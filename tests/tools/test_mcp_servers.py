@@ -8,8 +8,8 @@ import signal
 from pathlib import Path
 
 from activities.mcp_servers import McpServers
-from activities.tool_config import McpServerConfig
 from activities.workspaces import workspace_for
+from config.tools_section import McpServerConfig
 from tests.mcp_support import git_processes, git_repo, git_server
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
-from activities.tool_config import McpServerConfig
 from activities.workspaces import workspace_for
+from config.tools_section import McpServerConfig
 from tests.tools.test_mcp_sandbox import probe_server
 from tests.tools.test_sandbox import LAUNCHERS
 

@@ -13,8 +13,8 @@ import pytest
 
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
-from activities.tool_config import McpServerConfig
 from activities.workspaces import workspace_for
+from config.tools_section import McpServerConfig
 from tests.processes import REPO_ROOT
 from tests.tools.test_sandbox import LAUNCHERS, SECRET
 

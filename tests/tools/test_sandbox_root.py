@@ -18,8 +18,8 @@ import pytest
 
 from activities import sandbox
 from activities.sandbox import SandboxPolicy, SandboxUnavailable, describe, sandboxed_launch
-from activities.sandbox_identity import NOBODY, not_root_problem, worker_is_root
-from activities.sandbox_limits import SandboxLimits
+from activities.sandbox_identity import not_root_problem, worker_is_root
+from config.sandbox_section import NOBODY, SandboxLimits
 from config.settings import ConfigError, Settings
 from tests import sandbox_probes
 from tests.processes import REPO_ROOT

@@ -11,8 +11,8 @@ import pytest
 from activities.builtin_tools import KvStore, run_shell, write_file
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
-from activities.tool_config import McpServerConfig
 from activities.workspaces import CONVERSATIONS_DIR, SHARED_DIR, Workspace, adopt_shared_files, workspace_for
+from config.tools_section import McpServerConfig
 
 
 def test_files_left_at_the_top_move_into_the_shared_directory_once(tmp_path: Path) -> None:

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# The most read_file returns of one file unless [tools] max_read_bytes (or TOOL_MAX_READ_BYTES) says otherwise.
+DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024
+
 
 class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -1,4 +1,4 @@
-"""One way to reach Temporal for the worker, the CLI and the UI."""
+"""One way to reach Temporal for the worker, the CLI and the UI: with the one data converter (the payload store)."""
 
 from __future__ import annotations
 

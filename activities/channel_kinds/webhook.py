@@ -1,0 +1,66 @@
+"""A signed webhook: one JSON body per notification, retried with the same key until it is taken.
+
+The `X-Approvals-Signature` header is `t=TIMESTAMP,v1=HEX` where HEX is the HMAC-SHA256, keyed by
+the channel's secret, of `TIMESTAMP.BODY` (the raw body bytes); `Idempotency-Key` lets the receiver
+drop a repeat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from typing import Any, ClassVar
+
+import httpx
+
+from activities.channel_kinds.base import IDEMPOTENCY_HEADER, Channel, Sent
+from config.notify_section import ChannelConfig
+from core.models import NotificationInput
+
+SIGNATURE_HEADER = "X-Approvals-Signature"
+
+
+def webhook_body(notification: NotificationInput, link: str) -> bytes:
+    body: dict[str, Any] = {
+        "type": f"approval.{notification.kind}",
+        "idempotency_key": notification.key,
+        "number": notification.number,
+        "channel": notification.channel,
+        "request_id": notification.request_id,
+        "conversation_id": notification.conversation_id,
+        "tool": notification.tool_name,
+        "arguments": notification.arguments,
+        "approvers": notification.approvers,
+        "created_at": notification.created_at.isoformat(),
+        "expires_at": notification.expires_at.isoformat(),
+        "url": link,
+    }
+    return json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The signature header's value for a body sent at `timestamp` (Unix seconds)."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={digest}"
+
+
+def webhook_headers(notification: NotificationInput, secret: str, body: bytes) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        IDEMPOTENCY_HEADER: notification.key,
+        SIGNATURE_HEADER: sign(secret, int(time.time()), body),
+    }
+
+
+class WebhookChannel(Channel):
+    name: ClassVar[str] = "webhook"
+
+    async def send(
+        self, http: httpx.AsyncClient, channel: ChannelConfig, notification: NotificationInput, link: str
+    ) -> Sent:
+        body = webhook_body(notification, link)
+        headers = webhook_headers(notification, channel.resolved_secret(), body)
+        response = await http.post(channel.resolved_url(), content=body, headers=headers)
+        return Sent(response.status_code)

@@ -1,0 +1,152 @@
+"""The policy file (POLICY_FILE), read in one place and parsed once per content, into typed sections.
+
+One TOML file holds the rules, the subagents' [delegation], the [sandbox], the tool sources and
+[tools] limits, the channels, [slack] and [notifications]. Every caller (the worker, the UI, each
+CLI command, each conversation start) asks here: the file is read again, so an edit takes effect
+at the next conversation, but it is parsed, and each section validated, once for each content.
+A bad section raises ConfigError in one line that names the file and the section; a section is
+checked when it is first asked for, so a command that needs only the rules is not stopped by a
+bad channel.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from config.notify_section import NotifyConfig
+    from config.sandbox_section import SandboxSection
+    from config.tools_section import ToolsConfig
+    from core.models import PolicyRules
+
+RULE_KEYS = ("mode", "allow", "ask", "deny", "network")
+
+
+def one_line(err: Exception) -> str:
+    """A validation error as one line: `where: what` for each problem pydantic found."""
+    from pydantic import ValidationError
+
+    if isinstance(err, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in err.errors())
+    return " ".join(str(err).split())
+
+
+class PolicyFile:
+    """One content of the file. `name` is POLICY_FILE as given; None means no file (the defaults)."""
+
+    def __init__(self, name: str | None, text: str = "") -> None:
+        self.name = name
+        self._toml_error: str | None = None
+        self.data: dict[str, object] = {}
+        try:
+            self.data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            self._toml_error = one_line(err)
+
+    def table(self, section: str) -> dict[str, object]:
+        """A table of the file ({} when absent), for the sections read with environment overrides."""
+        if self._toml_error is not None:
+            raise ConfigError(f"POLICY_FILE {self.name} is not valid TOML: {self._toml_error}")
+        table = self.data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"POLICY_FILE {self.name}: [{section}] must be a table")
+        return table
+
+    @cached_property
+    def rules(self) -> PolicyRules:
+        """The permission and approver rules; the built-in default without a file."""
+        # Imported here: pydantic models cost every short CLI command a quarter second at start.
+        from core.models import PolicyRules
+        from core.policy import DEFAULT_RULES, InvalidRule, validate_rules
+
+        if self.name is None:
+            return DEFAULT_RULES
+        if self._toml_error is not None:
+            raise ConfigError(f"POLICY_FILE {self.name} is not a valid policy: {self._toml_error}")
+        try:
+            return validate_rules(PolicyRules.model_validate(self.data))
+        except (InvalidRule, ValueError) as err:
+            raise ConfigError(f"POLICY_FILE {self.name} is not a valid policy: {one_line(err)}") from None
+
+    @cached_property
+    def delegation_rules(self) -> PolicyRules | None:
+        """The rules a subagent adds to its parent's ([delegation]'s mode, allow, ask, deny, network)."""
+        from core.models import PolicyRules
+        from core.policy import InvalidRule, validate_rules
+
+        table = self.table("delegation")
+        own = {key: table[key] for key in RULE_KEYS if key in table}
+        try:
+            return validate_rules(PolicyRules.model_validate(own)) if own else None
+        except (InvalidRule, ValueError) as err:
+            raise ConfigError(f"POLICY_FILE {self.name}: invalid [delegation]: {one_line(err)}") from None
+
+    @cached_property
+    def sandbox(self) -> SandboxSection:
+        from config.sandbox_section import sandbox_section
+
+        table = self.table("sandbox")
+        try:  # limits per tool process, and the uid and gid a root worker's tools run as
+            return sandbox_section(table)
+        except ValueError as err:
+            raise ConfigError(f"POLICY_FILE {self.name}: {err}") from None
+
+    @cached_property
+    def tools(self) -> ToolsConfig:
+        """The Python tool modules and MCP servers; none without a file."""
+        from pydantic import ValidationError
+
+        from config.tools_section import ToolsConfig
+
+        if self._toml_error is not None:
+            raise ConfigError(f"POLICY_FILE {self.name} has invalid tool settings: {self._toml_error}")
+        try:
+            return ToolsConfig.model_validate(
+                {k: self.data[k] for k in ("python_tools", "mcp_servers") if k in self.data}
+            )
+        except ValidationError as err:
+            raise ConfigError(f"POLICY_FILE {self.name} has invalid tool settings: {one_line(err)}") from None
+
+    @cached_property
+    def notify(self) -> NotifyConfig:
+        """The channels, [slack] and [notifications]; every channel an approver rule names must exist."""
+        from pydantic import ValidationError
+
+        from config.notify_section import NotifyConfig
+
+        keys = ("channels", "slack", "notifications")
+        if self._toml_error is not None:
+            raise ConfigError(f"POLICY_FILE {self.name} is not valid TOML: {self._toml_error}")
+        try:
+            config = NotifyConfig.model_validate({key: self.data[key] for key in keys if key in self.data})
+        except ValidationError as err:
+            raise ConfigError(f"POLICY_FILE {self.name} has invalid notification settings: {one_line(err)}") from None
+        named = {n for rule in self.rules.approvers for n in [*rule.notify, *rule.escalate_to]}
+        unknown = sorted(n for n in named if not n.startswith("group:") and n not in config.channels)
+        if unknown:
+            raise ConfigError(f"POLICY_FILE {self.name}: approver rules name unknown channels {unknown}")
+        return config
+
+
+NO_FILE = PolicyFile(None)
+
+
+def read_policy_file(name: str | None) -> PolicyFile:
+    """The file's current content, parsed (None: no file, the defaults)."""
+    if name is None:
+        return NO_FILE
+    try:
+        text = Path(name).read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"POLICY_FILE {name} does not exist") from None
+    return _parsed(name, text)
+
+
+@lru_cache(maxsize=16)
+def _parsed(name: str, text: str) -> PolicyFile:
+    return PolicyFile(name, text)
