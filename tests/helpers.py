@@ -6,8 +6,9 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -18,7 +19,7 @@ from temporalio.service import RPCError
 from activities.workspaces import workspace_for
 from config.settings import Settings
 from core.models import ChatMessage, ConversationState
-from doors.control import get_state
+from doors.control import get_state, start_conversation
 
 T = TypeVar("T")
 
@@ -117,6 +118,42 @@ async def wait_status(
         return state if done else None
 
     return await eventually(check, timeout=timeout)
+
+
+class Tracker(Protocol):
+    def track(self, conversation_id: str) -> str: ...
+
+
+@dataclass
+class Started:
+    """A conversation a test started, with what it waited for: its pending rows, its state."""
+
+    conversation_id: str
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    state: ConversationState | None = None
+
+
+async def start_and_wait(
+    client: Client,
+    settings: Settings,
+    message: str,
+    histories: Tracker | None = None,
+    *,
+    conversation_id: str | None = None,
+    pending: int | None = None,
+    status: str | None = None,
+    timeout: float = 30.0,
+) -> Started:
+    """Start a conversation (tracked by histories, if given, so its history is saved and replayed),
+    then wait until it has `pending` waiting approvals and/or its turn is in `status`."""
+    started = Started(await start_conversation(client, settings, message, conversation_id))
+    if histories is not None:
+        histories.track(started.conversation_id)
+    if pending is not None:
+        started.pending = await wait_pending(settings.approvals_db, started.conversation_id, pending, timeout)
+    if status is not None:
+        started.state = await wait_status(client, started.conversation_id, status, timeout)
+    return started
 
 
 def tool_messages(state: ConversationState) -> list[str]:

@@ -9,7 +9,7 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.ids import CONVERSATION_ID_RULE, check_conversation_id
-from core.models import Decision
+from core.models import MAX_EXTENSION_SECONDS, Decision
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
 from ui.limits import MAX_BODY_BYTES, too_large
 
@@ -47,6 +47,12 @@ class BatchDecisionBody(StrictBody):
     items: list[BatchItem] = Field(min_length=1, max_length=100)
     reason: str | None = Field(default=None, max_length=2000)
     name: str | None = Field(default=None, min_length=1, max_length=100, description="who decides; default web")
+
+
+class ExtendBody(StrictBody):
+    seconds: int | float = Field(gt=0, le=MAX_EXTENSION_SECONDS)
+    reason: str | None = Field(default=None, max_length=2000)
+    name: str | None = Field(default=None, min_length=1, max_length=100, description="who extends; default web")
 
 
 class StartBody(StrictBody):

@@ -8,13 +8,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from config.settings import Settings
 from storage.store import ProjectionStore
-from ui import api, deadlines, events, pages, slack, team
+from ui import approval_routes, conversation_routes, events, pages, slack, team_routes
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -22,6 +22,16 @@ from ui.security import SecurityHeaders, allowed_hosts
 from ui.temporal import ClientProvider, LazyClient
 
 log = logging.getLogger(__name__)
+
+# Each feature's routes live in one module; this is the one place they are mounted.
+FEATURE_ROUTERS: tuple[APIRouter, ...] = (
+    conversation_routes.router,
+    approval_routes.router,
+    team_routes.router,
+    events.router,
+    pages.router,
+    slack.router,
+)
 
 
 def create_app(settings: Settings, client_provider: ClientProvider | None = None) -> FastAPI:
@@ -44,12 +54,8 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.state.proxy_identity = settings.proxy_identity()
     app.add_exception_handler(HttpError, render_http_error)
     app.add_exception_handler(RequestValidationError, render_validation_error)
-    app.include_router(api.router)
-    app.include_router(team.router)
-    app.include_router(deadlines.router)
-    app.include_router(events.router)
-    app.include_router(pages.router)
-    app.include_router(slack.router)
+    for router in FEATURE_ROUTERS:
+        app.include_router(router)
     # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
     # Identity headers count only from the configured proxy; from any other peer they are refused.

@@ -14,16 +14,12 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from doors.control import start_conversation
-from tests.browser import test_ui_browser
-from tests.browser.test_ui_browser import screenshot
+from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending, wait_status, workspace_of
+from tests.helpers import approval_row, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from tests.ui_fixtures import served_app
-from worker import build_worker
 
-browser = test_ui_browser.browser  # the shared Chromium fixture
 TOKEN = "link-token"
 
 
@@ -64,24 +60,20 @@ async def test_the_inbox_opens_straight_to_the_linked_card(
 ) -> None:
     guarded = replace(settings, ui_token=TOKEN)
     model.behaviour = calls_then_summary(("c1", "write_file", {"path": "linked.txt", "content": "from a link"}))
-    async with build_worker(client, guarded):
-        served = served_app(guarded, env.client.service_client.config.target_host)
-        try:
-            cid = histories.track(await start_conversation(client, guarded, "write via a link"))
-            [row] = await wait_pending(guarded.approvals_db, cid, 1)
-            request_id = row["request_id"]
-            page = await (await browser.new_context()).new_page()
-            await page.goto(f"{served.url}/approvals/{quote(request_id, safe='')}")
-            await page.fill("#token", TOKEN)
-            await page.click("button[type=submit]")
-            card = page.locator(f'#conversation-view [data-request-id="{request_id}"]')
-            await expect(card).to_have_class(re.compile(r"\bcard-linked\b"))
-            await expect(card).to_be_in_viewport()
-            assert page.url.endswith(f"/#/conversations/{cid}")
-            await screenshot(page, "deep-link-card.png")
-            await card.locator(".button-allow").click()
-            await wait_status(client, cid, "idle")
-        finally:
-            served.stop()
+    async with serve_inbox(browser, env, guarded, client) as inbox:
+        started = await start_and_wait(client, guarded, "write via a link", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
+        request_id = row["request_id"]
+        page = await inbox.tab()
+        await page.goto(f"{inbox.served.url}/approvals/{quote(request_id, safe='')}")
+        await page.fill("#token", TOKEN)
+        await page.click("button[type=submit]")
+        card = page.locator(f'#conversation-view [data-request-id="{request_id}"]')
+        await expect(card).to_have_class(re.compile(r"\bcard-linked\b"))
+        await expect(card).to_be_in_viewport()
+        assert page.url.endswith(f"/#/conversations/{cid}")
+        await screenshot(page, "deep-link-card.png")
+        await card.locator(".button-allow").click()
+        await wait_status(client, cid, "idle")
     assert approval_row(guarded.approvals_db, request_id)["decision"] == "allow"
     assert (workspace_of(guarded, cid) / "linked.txt").read_text() == "from a link"

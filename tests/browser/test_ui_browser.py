@@ -10,100 +10,24 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
+from playwright.async_api import Browser, expect
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from doors.control import start_conversation
+from tests.browser_support import PHONE, Inbox, dot, screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
 from tests.helpers import workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text, last_role
-from tests.ui_fixtures import ServedApp, seed_conversation, seed_pending, served_app
-from worker import build_worker
+from tests.ui_fixtures import seed_conversation, seed_pending
 
-CHROMIUM_PATH = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-SCREENSHOTS = Path("build/screenshots")
 README_SCREENSHOT = Path("docs/inbox.png")
-LAPTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
-
-expect.set_options(timeout=30_000)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def browser() -> AsyncIterator[Browser]:
-    if not Path(CHROMIUM_PATH).exists():
-        if os.environ.get("REQUIRE_BROWSER"):
-            pytest.fail(f"REQUIRE_BROWSER is set but there is no Chromium at {CHROMIUM_PATH}")
-        pytest.skip(f"no Chromium at {CHROMIUM_PATH} (set CHROMIUM_PATH, or REQUIRE_BROWSER=1 to fail instead)")
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-        yield launched
-        await launched.close()
-
-
-@dataclass
-class Inbox:
-    served: ServedApp
-    context: BrowserContext
-    problems: list[str]
-
-    async def open(self, viewport: dict[str, int] = LAPTOP) -> Page:
-        """A tab on the inbox; dialogs, page errors and console errors are collected as problems."""
-        page = await self.context.new_page()
-        await page.set_viewport_size(viewport)  # type: ignore[arg-type]
-        page.on("dialog", lambda dialog: self._dialog(dialog))
-        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        page.on("console", lambda msg: self.problems.append(f"console: {msg.text}") if msg.type == "error" else None)
-        await page.goto(self.served.url + "/")
-        await expect(page.locator("#live-status")).to_have_text("live")
-        return page
-
-    def _dialog(self, dialog: Any) -> None:
-        self.problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-
-@pytest_asyncio.fixture
-async def inbox(browser: Browser, env: WorkflowEnvironment, client: Client, settings: Settings) -> AsyncIterator[Inbox]:
-    """A worker for this test's task queue and the UI on a free port, with its own Temporal client."""
-    async with build_worker(client, settings):
-        served = served_app(settings, env.client.service_client.config.target_host)
-        context = await browser.new_context()
-        try:
-            yield Inbox(served, context, [])
-        finally:
-            await context.close()
-            served.stop()
-
-
-def dot(page: Page, conversation_id: str) -> Any:
-    return page.locator(f'li.conversation[data-conversation-id="{conversation_id}"] .dot')
-
-
-async def screenshot(page: Page, name: str) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / name
-    await page.screenshot(path=str(path), full_page=True)
-    return path
 
 
 async def test_orange_dot_appears_live_in_two_tabs_and_allow_clears_it(
@@ -222,29 +146,25 @@ async def test_token_login_and_a_decision_while_no_worker_runs(
     guarded = replace(settings, ui_token="browser-token")
     cid = await start_conversation(client, guarded, "write notes (no worker runs)")
     request_id = await seed_pending(guarded, cid)
-    served = served_app(guarded, env.client.service_client.config.target_host)
-    context = await browser.new_context()
     try:
-        inbox = Inbox(served, context, [])
-        page = await context.new_page()
-        await page.goto(served.url + "/")
-        await expect(page).to_have_url(re.compile(r"/login$"))
-        await page.fill("#token", "browser-token")
-        await page.click("button[type=submit]")
-        await expect(page.locator("#live-status")).to_have_text("live")
-        await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-awaiting_approval\b"))
-        await expect(page.locator("#logout-form")).to_be_visible()
+        async with serve_inbox(browser, env, guarded) as inbox:
+            page = await inbox.tab()
+            await page.goto(inbox.served.url + "/")
+            await expect(page).to_have_url(re.compile(r"/login$"))
+            await page.fill("#token", "browser-token")
+            await page.click("button[type=submit]")
+            await expect(page.locator("#live-status")).to_have_text("live")
+            await expect(dot(page, cid)).to_have_class(re.compile(r"\bdot-awaiting_approval\b"))
+            await expect(page.locator("#logout-form")).to_be_visible()
 
-        await page.locator(f'li.conversation[data-conversation-id="{cid}"] a').click()
-        await expect(page.locator("#conversation-notice")).to_contain_text("No worker answered")
-        card = page.locator(f'#conversation-approvals [data-request-id="{request_id}"]')
-        await card.locator(".button-allow").click()
-        await expect(card).to_have_attribute("data-status", "sent")
-        await expect(card.locator(".card-outcome")).to_contain_text("Allowed by web")
-        assert inbox.problems == []
+            await page.locator(f'li.conversation[data-conversation-id="{cid}"] a').click()
+            await expect(page.locator("#conversation-notice")).to_contain_text("No worker answered")
+            card = page.locator(f'#conversation-approvals [data-request-id="{request_id}"]')
+            await card.locator(".button-allow").click()
+            await expect(card).to_have_attribute("data-status", "sent")
+            await expect(card.locator(".card-outcome")).to_contain_text("Allowed by web")
+            assert inbox.problems == []
     finally:
-        await context.close()
-        served.stop()
         await client.get_workflow_handle(cid).terminate("test over")
 
 

@@ -14,15 +14,10 @@ from config.settings import Settings
 from core.visible import is_hidden
 from doors import control
 from doors.control import start_conversation
-from tests.browser import test_ui_browser
-from tests.browser.test_ui_browser import Inbox, dot, screenshot
+from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
 from tests.helpers import workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
-
-# The Chromium and inbox fixtures of the main browser tests, shared rather than copied.
-browser = test_ui_browser.browser
-inbox = test_ui_browser.inbox
 
 OVERRIDE = "echo safe \u202e; touch X #"
 

@@ -10,16 +10,10 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from doors.control import start_conversation
-from tests.browser import test_ui_browser
-from tests.browser.test_ui_browser import screenshot
+from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
+from tests.helpers import approval_row, rows, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import served_app
-from worker import build_worker
-
-browser = test_ui_browser.browser  # the shared Chromium fixture
 
 ARGS = {"path": "notes.txt", "content": "from the model"}
 
@@ -33,42 +27,38 @@ async def test_an_edit_in_the_card_writes_the_edited_path_only_and_the_model_is_
     histories: HistoryRecorder,
 ) -> None:
     model.behaviour = calls_then_summary(("c1", "write_file", ARGS))
-    async with build_worker(client, settings):
-        served = served_app(settings, env.client.service_client.config.target_host)
-        try:
-            cid = histories.track(await start_conversation(client, settings, "write the notes"))
-            [row] = await wait_pending(settings.approvals_db, cid, 1)
-            request_id = row["request_id"]
-            page = await (await browser.new_context()).new_page()
-            await page.goto(served.url)
-            card = page.locator(f'#inbox-cards [data-request-id="{request_id}"]')
-            await card.locator(".edit-summary").click()
-            area = card.locator(".edit-arguments")
-            assert json.loads(await area.input_value()) == ARGS, "the box starts with the call's own arguments"
+    async with serve_inbox(browser, env, settings, client) as inbox:
+        started = await start_and_wait(client, settings, "write the notes", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
+        request_id = row["request_id"]
+        page = await inbox.tab()
+        await page.goto(inbox.served.url)
+        card = page.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+        await card.locator(".edit-summary").click()
+        area = card.locator(".edit-arguments")
+        assert json.loads(await area.input_value()) == ARGS, "the box starts with the call's own arguments"
 
-            await area.fill("{not json")
-            await card.locator(".button-edit").click()
-            await expect(card.locator(".edit-problem")).to_have_text("The arguments must be one JSON object.")
-            assert rows(settings.approvals_db, "SELECT * FROM ui_decision_claims") == []
+        await area.fill("{not json")
+        await card.locator(".button-edit").click()
+        await expect(card.locator(".edit-problem")).to_have_text("The arguments must be one JSON object.")
+        assert rows(settings.approvals_db, "SELECT * FROM ui_decision_claims") == []
 
-            await area.fill(json.dumps({"path": "reviewed/notes.txt", "content": "from the model"}))
-            await card.locator(".reason").fill("notes go under reviewed/")
-            await screenshot(page, "inbox-edit-before-approving.png")
-            await card.locator(".button-edit").click()
-            await wait_status(client, cid, "idle")
-            await expect(page.locator("#inbox-empty")).to_be_visible()
+        await area.fill(json.dumps({"path": "reviewed/notes.txt", "content": "from the model"}))
+        await card.locator(".reason").fill("notes go under reviewed/")
+        await screenshot(page, "inbox-edit-before-approving.png")
+        await card.locator(".button-edit").click()
+        await wait_status(client, cid, "idle")
+        await expect(page.locator("#inbox-empty")).to_be_visible()
 
-            await page.goto(f"{served.url}/#/conversations/{cid}")
-            transcript = page.locator("#transcript")
-            await expect(transcript).to_contain_text("changed the arguments of this write_file call")
-            await expect(transcript).to_contain_text('path: "notes.txt" → "reviewed/notes.txt"')
-            await page.locator("#decided-approvals summary").click()
-            decided = page.locator(f'#decided-cards [data-request-id="{request_id}"]')
-            await expect(decided.locator(".card-edited")).to_have_text("Ran with these edited arguments:")
-            await expect(decided.locator(".card-outcome")).to_contain_text("Approved with edited arguments")
-            await screenshot(page, "conversation-edited-call.png")
-        finally:
-            served.stop()
+        await page.goto(f"{inbox.served.url}/#/conversations/{cid}")
+        transcript = page.locator("#transcript")
+        await expect(transcript).to_contain_text("changed the arguments of this write_file call")
+        await expect(transcript).to_contain_text('path: "notes.txt" → "reviewed/notes.txt"')
+        await page.locator("#decided-approvals summary").click()
+        decided = page.locator(f'#decided-cards [data-request-id="{request_id}"]')
+        await expect(decided.locator(".card-edited")).to_have_text("Ran with these edited arguments:")
+        await expect(decided.locator(".card-outcome")).to_contain_text("Approved with edited arguments")
+        await screenshot(page, "conversation-edited-call.png")
 
     assert (workspace_of(settings, cid) / "reviewed/notes.txt").read_text() == "from the model"
     assert [p.name for p in workspace_of(settings, cid).rglob("*") if p.is_file()] == ["notes.txt"]

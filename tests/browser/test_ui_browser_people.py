@@ -8,21 +8,16 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, expect
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from doors.control import start_conversation
-from tests.browser import test_ui_browser
-from tests.browser.test_ui_browser import screenshot
+from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
+from tests.helpers import approval_row, rows, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person, served_app
-from worker import build_worker
-
-browser = test_ui_browser.browser  # the shared Chromium fixture
+from tests.ui_fixtures import add_person
 
 POLICY = """
 ask = ["write_file", "run_shell"]
@@ -30,15 +25,6 @@ ask = ["write_file", "run_shell"]
 match = ["run_shell(kubectl *)"]
 approvers = ["group:sre"]
 """
-
-
-async def _log_in(browser: Browser, url: str, token: str) -> Page:
-    page = await (await browser.new_context()).new_page()
-    await page.goto(url + "/login")
-    await page.fill("#token", token)
-    await page.click("button[type=submit]")
-    await expect(page.locator("#live-status")).to_have_text("live")
-    return page
 
 
 async def test_only_the_approvers_group_can_decide_and_the_card_says_why(
@@ -55,40 +41,34 @@ async def test_only_the_approvers_group_can_decide_and_the_card_says_why(
     guarded = replace(settings, ui_token="shared-token", policy_file=str(policy))
     olly, sam = await add_person(guarded, "olly", ["dev"]), await add_person(guarded, "sam", ["sre"])
     model.behaviour = calls_then_summary(("c1", "run_shell", {"command": "kubectl version > ran.txt"}))
-    async with build_worker(client, guarded):
-        served = served_app(guarded, env.client.service_client.config.target_host)
-        try:
-            cid = histories.track(await start_conversation(client, guarded, "deploy"))
-            [row] = await wait_pending(guarded.approvals_db, cid, 1)
-            request_id = row["request_id"]
+    async with serve_inbox(browser, env, guarded, client) as inbox:
+        started = await start_and_wait(client, guarded, "deploy", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
+        request_id = row["request_id"]
 
-            outsider = await _log_in(browser, served.url, olly)
-            await expect(outsider.locator("#signed-in")).to_have_text("Signed in as olly (dev)")
-            await expect(outsider.locator("#decider-label")).to_be_hidden()
-            card = outsider.locator(f'#inbox-cards [data-request-id="{request_id}"]')
-            await expect(card.locator(".not-approver")).to_have_text(
-                "Only group:sre may decide this call; you are olly."
-            )
-            await expect(card.locator(".button-allow")).to_be_disabled()
-            await screenshot(outsider, "inbox-not-an-approver.png")
-            status = await outsider.evaluate(
-                """async (id) => (await fetch(`/api/approvals/${encodeURIComponent(id)}/decision`, {
-                    method: "POST", headers: {"Content-Type": "application/json"},
-                    body: JSON.stringify({decision: "allow"})})).status""",
-                request_id,
-            )
-            assert status == 403
-            assert approval_row(guarded.approvals_db, request_id)["decision"] is None
-            assert rows(guarded.approvals_db, "SELECT * FROM ui_decision_claims") == []
+        outsider = await inbox.log_in(olly)
+        await expect(outsider.locator("#signed-in")).to_have_text("Signed in as olly (dev)")
+        await expect(outsider.locator("#decider-label")).to_be_hidden()
+        card = outsider.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+        await expect(card.locator(".not-approver")).to_have_text("Only group:sre may decide this call; you are olly.")
+        await expect(card.locator(".button-allow")).to_be_disabled()
+        await screenshot(outsider, "inbox-not-an-approver.png")
+        status = await outsider.evaluate(
+            """async (id) => (await fetch(`/api/approvals/${encodeURIComponent(id)}/decision`, {
+                method: "POST", headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({decision: "allow"})})).status""",
+            request_id,
+        )
+        assert status == 403
+        assert approval_row(guarded.approvals_db, request_id)["decision"] is None
+        assert rows(guarded.approvals_db, "SELECT * FROM ui_decision_claims") == []
 
-            approver = await _log_in(browser, served.url, sam)
-            await expect(approver.locator("#signed-in")).to_have_text("Signed in as sam (sre)")
-            card = approver.locator(f'#inbox-cards [data-request-id="{request_id}"]')
-            await card.locator(".button-allow").click()
-            await wait_status(client, cid, "idle")
-            await expect(approver.locator("#inbox-empty")).to_be_visible()
-        finally:
-            served.stop()
+        approver = await inbox.log_in(sam)
+        await expect(approver.locator("#signed-in")).to_have_text("Signed in as sam (sre)")
+        card = approver.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+        await card.locator(".button-allow").click()
+        await wait_status(client, cid, "idle")
+        await expect(approver.locator("#inbox-empty")).to_be_visible()
 
     resolved = approval_row(guarded.approvals_db, request_id)
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam", "done")
@@ -118,30 +98,26 @@ async def test_a_two_person_rule_needs_both_people_in_their_own_browsers(
     guarded = replace(settings, ui_token="shared-token", policy_file=str(policy))
     sam, sid = await add_person(guarded, "sam", ["sre"]), await add_person(guarded, "sid", ["sre"])
     model.behaviour = calls_then_summary(("c1", "run_shell", {"command": "kubectl version; echo ran >> ran.txt"}))
-    async with build_worker(client, guarded):
-        served = served_app(guarded, env.client.service_client.config.target_host)
-        try:
-            cid = histories.track(await start_conversation(client, guarded, "two-person deploy"))
-            [row] = await wait_pending(guarded.approvals_db, cid, 1)
-            request_id = row["request_id"]
+    async with serve_inbox(browser, env, guarded, client) as inbox:
+        started = await start_and_wait(client, guarded, "two-person deploy", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
+        request_id = row["request_id"]
 
-            first = await _log_in(browser, served.url, sam)
-            card = first.locator(f'#inbox-cards [data-request-id="{request_id}"]')
-            await expect(card.locator(".card-partial")).to_have_text("Approvals: 0 of 2")
-            await card.locator(".button-allow").click()
-            await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
-            assert approval_row(guarded.approvals_db, request_id)["decision"] is None
-            assert not (workspace_of(guarded, cid) / "ran.txt").exists(), "one approval of two runs nothing"
+        first = await inbox.log_in(sam)
+        card = first.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+        await expect(card.locator(".card-partial")).to_have_text("Approvals: 0 of 2")
+        await card.locator(".button-allow").click()
+        await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
+        assert approval_row(guarded.approvals_db, request_id)["decision"] is None
+        assert not (workspace_of(guarded, cid) / "ran.txt").exists(), "one approval of two runs nothing"
 
-            second = await _log_in(browser, served.url, sid)
-            card = second.locator(f'#inbox-cards [data-request-id="{request_id}"]')
-            await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
-            await screenshot(second, "inbox-two-person-rule.png")
-            await card.locator(".button-allow").click()
-            await wait_status(client, cid, "idle")
-            await expect(second.locator("#inbox-empty")).to_be_visible()
-        finally:
-            served.stop()
+        second = await inbox.log_in(sid)
+        card = second.locator(f'#inbox-cards [data-request-id="{request_id}"]')
+        await expect(card.locator(".card-partial")).to_have_text("Approvals: 1 of 2 (sam)")
+        await screenshot(second, "inbox-two-person-rule.png")
+        await card.locator(".button-allow").click()
+        await wait_status(client, cid, "idle")
+        await expect(second.locator("#inbox-empty")).to_be_visible()
 
     resolved = approval_row(guarded.approvals_db, request_id)
     assert (resolved["decision"], resolved["decided_by"], resolved["execution_state"]) == ("allow", "sam, sid", "done")

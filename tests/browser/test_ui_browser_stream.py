@@ -13,13 +13,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply
-from tests.browser.test_ui_browser import Inbox, browser, inbox, screenshot
+from tests.browser_support import Inbox, screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
 from tests.processes import WorkerProcess, process_env
 from tests.scripts import ScriptedModel
-from tests.ui_fixtures import served_app
-
-__all__ = ["browser", "inbox"]  # fixtures, shared with the inbox's own browser tests
 
 # Numbered words, so the pieces of two attempts run together could never read as one prefix.
 REPLY = "".join(f"w{n} <b>bold?</b> " for n in range(40))
@@ -124,31 +121,28 @@ async def test_a_worker_killed_mid_stream_restarts_the_reply_visibly(
     model.behaviour = lambda messages: text_reply(REPLY * 3)
     address = env.client.service_client.config.target_host
     workers = [WorkerProcess(process_env(settings, address), tmp_path / "worker-1.log").start().wait_ready()]
-    served = served_app(settings, address)
-    context = await browser.new_context()
     try:
-        inbox = Inbox(served, context, [])
-        page = await inbox.open()
-        await page.add_init_script(RECORD)
-        await page.evaluate(RECORD)
-        cid = await start_from_the_page(page, "stream while the worker dies", histories)
-        await page.wait_for_function(
-            "() => { const t = document.querySelector('li[data-streaming] .stream-text');"
-            " return t && t.textContent.length > 40; }"
-        )
-        workers[0].kill()
-        workers.append(WorkerProcess(process_env(settings, address), tmp_path / "worker-2.log").start().wait_ready())
+        async with serve_inbox(browser, env, settings) as inbox:
+            page = await inbox.open()
+            await page.add_init_script(RECORD)
+            await page.evaluate(RECORD)
+            cid = await start_from_the_page(page, "stream while the worker dies", histories)
+            await page.wait_for_function(
+                "() => { const t = document.querySelector('li[data-streaming] .stream-text');"
+                " return t && t.textContent.length > 40; }"
+            )
+            workers[0].kill()
+            replacement = WorkerProcess(process_env(settings, address), tmp_path / "worker-2.log")
+            workers.append(replacement.start().wait_ready())
 
-        await expect(page.locator("li[data-streaming] .stream-restarted")).to_contain_text("attempt 2")
-        assert await recorded_reply(page, client, cid) == REPLY * 3
-        seen: list[list[Any]] = await page.evaluate("window.__streamed")
-        assert all((REPLY * 3).startswith(text) for _, text, _ in seen), "no text mixes two attempts"
-        assert {attempt for attempt, _, _ in seen} == {"1", "2"}
-        assert all(restarted for attempt, _, restarted in seen if attempt == "2")
-        assert len(model.reply_requests) == 2
-        assert inbox.problems == []
+            await expect(page.locator("li[data-streaming] .stream-restarted")).to_contain_text("attempt 2")
+            assert await recorded_reply(page, client, cid) == REPLY * 3
+            seen: list[list[Any]] = await page.evaluate("window.__streamed")
+            assert all((REPLY * 3).startswith(text) for _, text, _ in seen), "no text mixes two attempts"
+            assert {attempt for attempt, _, _ in seen} == {"1", "2"}
+            assert all(restarted for attempt, _, restarted in seen if attempt == "2")
+            assert len(model.reply_requests) == 2
+            assert inbox.problems == []
     finally:
-        await context.close()
-        served.stop()
         for worker in workers:
             worker.kill()

@@ -9,16 +9,11 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from doors.control import start_conversation
-from tests.browser import test_ui_browser
-from tests.browser.test_ui_browser import Inbox, dot, screenshot
+from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
 from tests.helpers import workspace_of
 from tests.scripts import ScriptedModel, delegation
 from workflows.delegation import child_conversation_id
-
-# The Chromium and inbox fixtures of the main browser tests, shared rather than copied.
-browser = test_ui_browser.browser
-inbox = test_ui_browser.inbox
 
 TASK = "write the report to report.txt"
 

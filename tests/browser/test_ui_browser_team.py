@@ -9,15 +9,10 @@ from temporalio.client import Client
 from config.settings import Settings
 from core.models import ConversationState, arguments_hash
 from doors.control import get_state, start_conversation
-from tests.browser import test_ui_browser
-from tests.browser.test_ui_browser import Inbox, screenshot
+from tests.browser_support import Inbox, screenshot
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending, wait_status, workspace_of
+from tests.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
-
-# The Chromium and inbox fixtures of the main browser tests, shared rather than copied.
-browser = test_ui_browser.browser
-inbox = test_ui_browser.inbox
 
 CALLS = [(f"c_{n}", "write_file", {"path": f"{n}.txt", "content": n}) for n in ("a", "b", "c")]
 
@@ -66,8 +61,8 @@ async def test_auto_approve_switch_and_close_button(
     inbox: Inbox, model: ScriptedModel, client: Client, settings: Settings, histories: HistoryRecorder
 ) -> None:
     model.behaviour = calls_then_summary(CALLS[0])
-    cid = histories.track(await start_conversation(client, settings, "one write"))
-    [row] = await wait_pending(settings.approvals_db, cid, 1)
+    started = await start_and_wait(client, settings, "one write", histories, pending=1)
+    cid, [row] = started.conversation_id, started.pending
     page = await inbox.open()
     await page.goto(f"{inbox.served.url}/#/conversations/{cid}")
     toggle = page.locator("#auto-approve-toggle")

@@ -20,17 +20,14 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import ConfigError, Settings
-from doors.control import start_conversation
-from tests.browser import test_ui_browser
+from tests.browser_support import serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
+from tests.helpers import approval_row, rows, start_and_wait, wait_status, workspace_of
 from tests.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
 from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person, served_app
+from tests.ui_fixtures import add_person
 from ui.proxy_identity import parse_proxies
 from worker import build_worker
-
-browser = test_ui_browser.browser  # the shared Chromium fixture
 
 TOKEN = "shared-ui-token"
 PROXY = "127.0.0.2"
@@ -119,8 +116,8 @@ async def test_only_the_configured_proxy_may_name_who_decides(
     assert (await proxy.get("/api/session")).status_code == 401, "the proxy without a user header is no one"
 
     async with build_worker(client, gated):
-        cid = histories.track(await start_conversation(client, gated, "deploy"))
-        [row] = await wait_pending(gated.approvals_db, cid, 1)
+        started = await start_and_wait(client, gated, "deploy", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
         path = f"/api/approvals/{row['request_id']}/decision"
         allow = {"decision": "allow"}
 
@@ -148,13 +145,9 @@ async def test_the_page_says_who_the_proxy_named_and_asks_no_name(
     browser: Browser, env: WorkflowEnvironment, settings: Settings
 ) -> None:
     proxied = replace(settings, ui_token=TOKEN, trusted_proxies="127.0.0.1")
-    served = served_app(proxied, env.client.service_client.config.target_host)
-    try:
-        context = await browser.new_context(extra_http_headers=person("sam", "sre,oncall"))
-        page = await context.new_page()
-        await page.goto(served.url)
+    async with serve_inbox(browser, env, proxied) as inbox:
+        page = await inbox.tab(extra_http_headers=person("sam", "sre,oncall"))
+        await page.goto(inbox.served.url)
         await expect(page.locator("#signed-in")).to_have_text("Signed in as sam (sre, oncall)")
         await expect(page.locator("#decider-label")).to_be_hidden()
-        assert page.url.rstrip("/") == served.url, "no login: the proxy authenticated the person"
-    finally:
-        served.stop()
+        assert page.url.rstrip("/") == inbox.served.url, "no login: the proxy authenticated the person"

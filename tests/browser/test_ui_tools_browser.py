@@ -11,12 +11,10 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from doors.control import start_conversation
-from tests.browser.test_ui_browser import Inbox, browser, dot, inbox, screenshot
+from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
 from tests.mcp_support import with_config
 from tests.scripts import ScriptedModel, calls_then_summary
-
-__all__ = ["browser", "inbox"]  # fixtures, shared with the inbox's own browser tests
 
 
 @pytest.fixture

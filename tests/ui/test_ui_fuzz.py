@@ -26,8 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply
-from doors.control import start_conversation
-from tests.helpers import rows, wait_pending, workspace_of
+from tests.helpers import rows, start_and_wait, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
 from tests.stack import until
 from tests.ui_fixtures import served_app
@@ -136,8 +135,10 @@ async def test_schemathesis_finds_no_500_and_no_refusal_changes_state(
     write = calls_then_summary(("call_1", "write_file", {"path": "fuzz.txt", "content": "fuzz"}))
     model.behaviour = lambda m: write(m) if first_user_text(m) == "write fuzz" else text_reply("ok")
     async with build_worker(client, settings):
-        cid = await start_conversation(client, settings, "write fuzz", f"fuzz-{uuid.uuid4().hex[:8]}")
-        [pending] = await wait_pending(settings.approvals_db, cid, 1)
+        started = await start_and_wait(
+            client, settings, "write fuzz", conversation_id=f"fuzz-{uuid.uuid4().hex[:8]}", pending=1
+        )
+        cid, [pending] = started.conversation_id, started.pending
         served = served_app(settings, env.client.service_client.config.target_host)
         fuzz = Fuzz(served.url, settings, cid, pending["request_id"])
         try:

@@ -1,0 +1,69 @@
+"""The app's route table: every URL of the HTTP API is served exactly once, by its feature's module.
+
+A route defined twice (the second never answers), a route lost when a module moves, or a feature's
+routes spread over several modules all show here, without starting a server."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+
+from config.settings import Settings
+from ui.server import create_app
+
+# (method, path) -> the module that owns that feature's routes.
+SERVED = {
+    ("GET", "/"): "ui.pages",
+    ("GET", "/approvals/{request_id:path}"): "ui.pages",
+    ("GET", "/login"): "ui.pages",
+    ("POST", "/login"): "ui.pages",
+    ("POST", "/logout"): "ui.pages",
+    ("GET", "/static/{name}"): "ui.pages",
+    ("GET", "/api/conversations"): "ui.conversation_routes",
+    ("POST", "/api/conversations"): "ui.conversation_routes",
+    ("GET", "/api/conversations/{conversation_id:path}"): "ui.conversation_routes",
+    ("POST", "/api/conversations/{conversation_id:path}/messages"): "ui.conversation_routes",
+    ("POST", "/api/conversations/{conversation_id:path}/close"): "ui.conversation_routes",
+    ("POST", "/api/conversations/{conversation_id:path}/auto-approve"): "ui.conversation_routes",
+    ("GET", "/api/approvals"): "ui.approval_routes",
+    ("GET", "/api/approvals/{request_id:path}"): "ui.approval_routes",
+    ("POST", "/api/approvals/{request_id:path}/decision"): "ui.approval_routes",
+    ("POST", "/api/approvals/decisions"): "ui.approval_routes",
+    ("POST", "/api/approvals/{request_id:path}/extend"): "ui.approval_routes",
+    ("GET", "/api/session"): "ui.team_routes",
+    ("GET", "/api/audit"): "ui.team_routes",
+    ("GET", "/api/events"): "ui.events",
+    ("POST", "/slack/actions"): "ui.slack",
+    ("GET", "/api/openapi.json"): "fastapi.applications",
+    ("HEAD", "/api/openapi.json"): "fastapi.applications",
+}
+
+
+def _routes(app: FastAPI) -> Iterator[Any]:
+    """Every route the app serves, through the routers it includes."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # a FastAPI whose app.routes is already the flat list
+        yield from app.routes
+        return
+    yield from iter_route_contexts(app.routes)
+
+
+def _served(app: FastAPI) -> list[tuple[str, str, str]]:
+    return [(method, route.path, route.endpoint.__module__) for route in _routes(app) for method in route.methods]
+
+
+async def test_every_url_is_served_once_by_its_features_module(tmp_path: Path) -> None:
+    app = create_app(Settings(approvals_db=tmp_path / "approvals.db"))
+    try:
+        served = _served(app)
+    finally:
+        await app.state.store.close()
+    counts = Counter((method, path) for method, path, _ in served)
+    assert [url for url, n in counts.items() if n > 1] == []
+    assert sorted(counts) == sorted(SERVED)
+    assert {(method, path): module for method, path, module in served} == SERVED

@@ -1,0 +1,167 @@
+"""The approval routes of the API: list and read requests, and every way to act on one: decide it
+(allow, deny, always allow, edit), decide several at once, extend its deadline.
+
+A decision is claimed in the projection first (the first one wins at once), then goes to the
+workflow by signal; an extension is checked and answered by the workflow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from temporalio.service import RPCError, RPCStatusCode
+
+from core.models import (
+    ERROR_EDIT_DENIED,
+    ERROR_INVALID_EDIT,
+    ERROR_NOT_AN_APPROVER,
+    ERROR_UNKNOWN_APPROVAL,
+    DecisionInput,
+    ExtensionInput,
+)
+from doors import control
+from doors.edit_control import ERROR_EDIT_UNCHECKED
+from storage.claims import DecisionRefused
+from storage.reader import BadCursor
+from storage.store import ProjectionStore
+from ui import queries
+from ui.bodies import BatchDecisionBody, DecisionBody, ExtendBody, json_body, read_json_body
+from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.route_support import (
+    api_router,
+    client_of,
+    identity,
+    page_size,
+    paged,
+    require_id,
+    settings_of,
+    store_of,
+)
+
+router = api_router()
+
+
+@router.get("/approvals")
+async def list_approvals(
+    request: Request,
+    response: Response,
+    status: queries.ApprovalStatus = "pending",
+    conversation_id: str | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> list[dict]:
+    """Oldest first, a page at a time (`?limit=&after=`)."""
+    try:
+        page = await queries.approvals(store_of(request), status, conversation_id, page_size(limit), after)
+    except BadCursor as err:
+        raise Unprocessable(str(err)) from None
+    return paged(request, response, page)
+
+
+@router.get("/approvals/{request_id:path}")
+async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
+    require_id(request_id, "approval request")
+    found = await store_of(request).approval(request_id)
+    if found is None:
+        raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
+    return found
+
+
+@router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
+async def decide(request: Request, request_id: str) -> JSONResponse:
+    """First decision wins at once (a claim in the projection), then goes to the workflow by signal."""
+    require_id(request_id, "approval request")
+    body = await read_json_body(request, DecisionBody)
+    settings, store = settings_of(request), store_of(request)
+    if await store.approval(request_id) is None:
+        raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
+    decision = DecisionInput(
+        request_id=request_id,
+        decision=body.decision,
+        reason=body.reason or None,
+        args_hash=body.args_hash,
+        arguments=body.arguments,
+        door="ui",
+        **(await identity(request, body.name)),
+    )
+    client = await client_of(request)
+    try:
+        await control.send_decision(client, settings, decision, store)
+    except DecisionRefused as err:
+        raise await _refusal(err, store, request_id) from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise Conflict(
+                "the conversation is no longer running, so nothing can be decided", error_type="ConversationClosed"
+            ) from None
+        raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
+    approval = await store.approval(request_id)
+    return JSONResponse(
+        {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
+    )
+
+
+async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:
+    if err.error_type == ERROR_UNKNOWN_APPROVAL:
+        return NotFound(str(err), error_type=err.error_type)
+    if err.error_type in (ERROR_NOT_AN_APPROVER, ERROR_EDIT_DENIED):
+        return Forbidden(str(err), error_type=err.error_type)
+    if err.error_type == ERROR_INVALID_EDIT:
+        return Unprocessable(str(err), error_type=err.error_type)
+    if err.error_type == ERROR_EDIT_UNCHECKED:
+        return ServiceUnavailable(str(err), error_type=err.error_type)
+    return Conflict(str(err), error_type=err.error_type, extra={"approval": await store.approval(request_id)})
+
+
+@router.post("/approvals/decisions", openapi_extra=json_body(BatchDecisionBody))
+async def decide_batch(request: Request) -> dict[str, Any]:
+    """Several calls in one action: each gets its own claim and signal, and its own result; a refused
+    call (unknown, decided, stale) does not stop the others."""
+    body = await read_json_body(request, BatchDecisionBody)
+    who = await identity(request, body.name)
+    decisions = [
+        DecisionInput(
+            request_id=item.request_id,
+            decision=body.decision,
+            reason=body.reason or None,
+            args_hash=item.args_hash,
+            door="ui",
+            **who,
+        )
+        for item in body.items
+    ]
+    results = await control.send_batch(await client_of(request), settings_of(request), decisions, store_of(request))
+    return {
+        "decision": body.decision,
+        "results": [
+            {
+                "request_id": r.request_id,
+                "conversation_id": r.conversation_id,
+                "status": "sent" if r.error_type is None else "refused",
+                "error": None if r.error_type is None else {"type": r.error_type, "message": r.message},
+            }
+            for r in results
+        ],
+    }
+
+
+# More time for a waiting request, by someone who may decide it.
+@router.post("/approvals/{request_id:path}/extend", openapi_extra=json_body(ExtendBody))
+async def extend(request: Request, request_id: str) -> dict[str, Any]:
+    """The workflow checks the approver rules and answers with the new expiry: 403 not an approver,
+    404 unknown, 409 already resolved, 503 no worker answered."""
+    body = await read_json_body(request, ExtendBody)
+    who = await identity(request, body.name)
+    extension = ExtensionInput(
+        request_id=request_id, seconds=float(body.seconds), reason=body.reason or None, door="ui", **who
+    )
+    try:
+        client = await client_of(request)
+        result = await control.extend_approval(client, extension, store_of(request))
+    except DecisionRefused as err:
+        kind = {ERROR_UNKNOWN_APPROVAL: NotFound, ERROR_NOT_AN_APPROVER: Forbidden}.get(err.error_type, Conflict)
+        raise kind(str(err), error_type=err.error_type) from None
+    except RPCError as err:
+        raise ServiceUnavailable(f"no worker took the extension: {err.message}") from None
+    return {"request_id": request_id, "expires_at": result.expires_at.isoformat()}
