@@ -22,6 +22,7 @@ COPY activities/ activities/
 COPY payload_store/ payload_store/
 COPY demo_model/ demo_model/
 COPY approvals_tools/ approvals_tools/
+COPY durable_approvals/ durable_approvals/
 COPY ui/ ui/
 COPY cli/ cli/
 COPY examples/ examples/

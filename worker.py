@@ -1,4 +1,4 @@
-"""The worker: runs ConversationWorkflow and every activity (model, tools, projection).
+"""The worker: runs ConversationWorkflow, ApprovalRequestWorkflow and every activity (model, tools, projection).
 
 It polls two task queues: the deployment's shared one (workflows, the model, the tool catalog, the
 projection) and its host's own one, where the tools of the conversations pinned to this host run,
@@ -22,6 +22,7 @@ from activities.llm import LlmActivities
 from activities.notify import NotifyActivities
 from activities.projection import ProjectionActivities
 from activities.sandbox import describe as describe_sandbox
+from activities.service_rules import ServiceRulesActivity
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
@@ -29,7 +30,11 @@ from config.settings import Settings
 from maintenance.failure_watch import FailureWatch
 from payload_store.connection import connect
 from storage.store import ProjectionStore
+from workflows.approval_request import ApprovalRequestWorkflow
 from workflows.conversation import ConversationWorkflow
+
+# Every workflow type this service runs (the replay tests replay histories of each).
+WORKFLOWS = [ConversationWorkflow, ApprovalRequestWorkflow]
 
 
 class HostWorker:
@@ -108,7 +113,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     shared = Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[ConversationWorkflow],
+        workflows=WORKFLOWS,
         activities=[
             llm.call_llm,
             tools.list_tools,
@@ -121,6 +126,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             writes.project_compaction,
             writes.project_approval_changed,
             notify.notify_approval,
+            ServiceRulesActivity(settings).service_rules,
         ],
         **worker_options,
     )

@@ -38,7 +38,7 @@ TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow", "edit"]
 Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
-ToolSource = Literal["builtin", "python", "mcp", "subagent"]
+ToolSource = Literal["builtin", "python", "mcp", "subagent", "external"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
 Door = Literal["ui", "cli", "signal", "slack"]
@@ -494,3 +494,11 @@ class ApprovalRequestedProjection(BaseModel):
 class ApprovalResolvedProjection(BaseModel):
     approval: ApprovalRecord
     conversation: ConversationProjection
+
+
+class ServiceRules(BaseModel):
+    """The deployment's rules and default deadline, read by the worker for an ApprovalRequest
+    (whose caller knows neither): recorded once in the request's history."""
+
+    policy: PolicyRules
+    approval_timeout_seconds: float

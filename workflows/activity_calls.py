@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         LlmReply,
         LlmRequest,
         NotificationInput,
+        ServiceRules,
         ToolCatalog,
         ToolRequest,
         ToolResult,
@@ -41,6 +42,7 @@ PROJECT_APPROVAL_REQUESTED = "project_approval_requested"
 PROJECT_APPROVAL_RESOLVED = "project_approval_resolved"
 PROJECT_COMPACTION = "project_compaction"
 PROJECT_APPROVAL_CHANGED = "project_approval_changed"
+SERVICE_RULES = "service_rules"
 NOTIFY_APPROVAL = "notify_approval"
 # notify_approval raises this (non-retryable) when a channel refuses the message for good (4xx).
 ERROR_NOTIFICATION_REJECTED = "NotificationRejected"
@@ -165,4 +167,15 @@ async def notify(notification: NotificationInput, give_up_after: timedelta) -> N
         schedule_to_close_timeout=max(give_up_after, timedelta(minutes=1)),
         retry_policy=NOTIFY_RETRY,
         summary=f"notify {notification.channel}: {notification.kind} {notification.number} {notification.request_id}",
+    )
+
+
+async def service_rules() -> ServiceRules:
+    """The deployment's rules, for an ApprovalRequest: read by a worker, then kept in history."""
+    return await workflow.execute_activity(
+        SERVICE_RULES,
+        result_type=ServiceRules,
+        start_to_close_timeout=PROJECTION_TIMEOUT,
+        retry_policy=PROJECTION_RETRY,
+        summary="read the deployment's rules",
     )

@@ -9,7 +9,7 @@ pending call without asking the model again.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -18,7 +18,6 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
-    from pydantic import BaseModel, ValidationError
 
     from core import deadlines
     from core.approvals import ApprovalBook
@@ -53,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.context import ContextKeeper
     from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
+    from workflows.handler_payloads import DECIDE_SHAPE, EXTEND_SHAPE, one_payload
     from workflows.notify_outbox import NotificationOutbox
     from workflows.status import StatusKeeper
     from workflows.stoppable import unless_closed
@@ -266,7 +266,7 @@ class ConversationWorkflow:
     # task on every retry and freeze the conversation). Each handler validates its own input.
     @workflow.signal(name=SIGNAL_SUBMIT_MESSAGE)
     def submit_message(self, *args: Any) -> None:
-        message = _one_payload(SIGNAL_SUBMIT_MESSAGE, args, MessageInput)
+        message = one_payload(SIGNAL_SUBMIT_MESSAGE, args, MessageInput)
         if message is None:
             return
         if self._closed:
@@ -276,7 +276,7 @@ class ConversationWorkflow:
 
     @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
     def approval_decision(self, *args: Any) -> None:
-        decision = _one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
+        decision = one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
         if decision is None:
             return
         refusal = self._book.refuse(decision)
@@ -288,18 +288,18 @@ class ConversationWorkflow:
 
     @workflow.update(name=UPDATE_DECIDE)
     def decide(self, *args: Any) -> DecisionResult:
-        decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
+        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:  # the validator refused it already; replay skips validators
-            raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         resolution = self._book.apply(decision, workflow.now())
         approved_by = list(self._book.record(decision.request_id).approved_by)
         return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
 
     @decide.validator
     def _validate_decide(self, *args: Any) -> None:
-        decision = _one_payload(UPDATE_DECIDE, args, DecisionInput)
+        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
         if decision is None:
-            raise ApplicationError(_DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         refusal = self._book.refuse(decision)
         if refusal is not None:
             error_type, message = refusal
@@ -307,7 +307,7 @@ class ConversationWorkflow:
 
     @workflow.signal(name=SIGNAL_EXTEND_APPROVAL)
     def extend_approval(self, *args: Any) -> None:
-        extension = _one_payload(SIGNAL_EXTEND_APPROVAL, args, ExtensionInput)
+        extension = one_payload(SIGNAL_EXTEND_APPROVAL, args, ExtensionInput)
         refusal = None if extension is None else deadlines.extension_refusal(self._book, extension)
         if extension is None or refusal is not None:
             workflow.logger.warning("extension ignored: %s", refusal)
@@ -316,24 +316,24 @@ class ConversationWorkflow:
 
     @workflow.update(name=UPDATE_EXTEND)
     def extend(self, *args: Any) -> ExtensionResult:
-        extension = _one_payload(UPDATE_EXTEND, args, ExtensionInput)
+        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
         if extension is None:
-            raise ApplicationError(_EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         expires_at = deadlines.extend(self._book, extension, workflow.now())
         return ExtensionResult(request_id=extension.request_id, expires_at=expires_at)
 
     @extend.validator
     def _validate_extend(self, *args: Any) -> None:
-        extension = _one_payload(UPDATE_EXTEND, args, ExtensionInput)
+        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
         if extension is None:
-            raise ApplicationError(_EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         refusal = deadlines.extension_refusal(self._book, extension)
         if refusal is not None:
             raise ApplicationError(refusal[1], type=refusal[0], non_retryable=True)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
     async def set_auto_approve(self, *args: Any) -> None:
-        value = _one_payload(SIGNAL_SET_AUTO_APPROVE, args, AutoApproveInput)
+        value = one_payload(SIGNAL_SET_AUTO_APPROVE, args, AutoApproveInput)
         if value is None:
             return
         self._auto_approve = value.enabled
@@ -343,7 +343,7 @@ class ConversationWorkflow:
     def close(self, *args: Any) -> None:
         # `{}` is the contract's payload; no payload or a JSON null also close, as they always did.
         bare = args in ((), (None,))
-        closing = None if bare else _one_payload(SIGNAL_CLOSE, args, CloseInput)
+        closing = None if bare else one_payload(SIGNAL_CLOSE, args, CloseInput)
         if closing is None and not bare:
             return
         if not self._closed:
@@ -354,7 +354,7 @@ class ConversationWorkflow:
 
     @workflow.update(name=UPDATE_MOVE)
     def move(self, *args: Any) -> MoveResult:
-        moving = _one_payload(UPDATE_MOVE, args, MoveInput)
+        moving = one_payload(UPDATE_MOVE, args, MoveInput)
         if moving is None:
             raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         workflow.patched(patches.MOVE_CONVERSATION_HOST)
@@ -364,7 +364,7 @@ class ConversationWorkflow:
 
     @move.validator
     def _validate_move(self, *args: Any) -> None:
-        if _one_payload(UPDATE_MOVE, args, MoveInput) is None:
+        if one_payload(UPDATE_MOVE, args, MoveInput) is None:
             raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         if self._tools.tool_running():
             message = "a tool of this conversation is running: move it once the tool has finished"
@@ -389,32 +389,7 @@ class ConversationWorkflow:
         )
 
 
-_DECIDE_SHAPE = "decide takes one payload {request_id, decision, reason?, decided_by?, args_hash?, door?}"
 _MOVE_SHAPE = "move takes one payload {to, by?, door?}"
-_EXTEND_SHAPE = "extend takes one payload {request_id, seconds, reason?, decided_by?, door?}"
-_Input = TypeVar("_Input", bound=BaseModel)
-
-
-def _one_payload(handler: str, args: tuple[Any, ...], model: type[_Input]) -> _Input | None:
-    """The handler's one payload as `model`, or None (logged) for any other number or shape.
-
-    Handlers get plain JSON values (see the handler section); validating here, never raising,
-    keeps a malformed signal from failing the workflow task: it is dropped and changes nothing.
-    """
-    if len(args) == 1:
-        try:
-            return model.model_validate(args[0])
-        except ValidationError as err:
-            problem = f"{err.error_count()} invalid field(s): {_short(err.errors(include_input=False))}"
-    else:
-        problem = f"{len(args)} payloads instead of one"
-    workflow.logger.warning("%s ignored: %s; got %s", handler, problem, _short(args))
-    return None
-
-
-def _short(value: object, limit: int = 300) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
 def _error_type(err: ActivityError) -> str | None:

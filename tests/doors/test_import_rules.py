@@ -22,6 +22,7 @@ PROJECT = {
     "ui",
     "cli",
     "approvals_tools",
+    "durable_approvals",
     "worker",
     "starter",
     "run_local",
@@ -30,10 +31,11 @@ PROJECT = {
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "approvals_tools": set(),
+    "durable_approvals": set(),
     "config": {"core"},
     "payload_store": {"config"},
     "storage": {"core", "config"},
-    "workflows": {"core"},
+    "workflows": {"core", "durable_approvals"},
     "activities": {"core", "config", "storage", "workflows", "approvals_tools"},
     "doors": {"core", "config", "storage", "payload_store", "workflows"},
     "maintenance": {"core", "config", "storage", "doors", "workflows"},
@@ -114,3 +116,17 @@ def test_workflows_reach_no_activity_code_but_its_names() -> None:
 def test_only_the_entry_points_sit_at_the_root() -> None:
     loose = {path.name for path in ROOT.glob("*.py")}
     assert loose <= {"worker.py", "starter.py", "run_local.py"}, loose
+
+
+def test_the_callers_package_needs_only_temporalio_and_pydantic() -> None:
+    """A caller installs durable_approvals into its own project: it must bring nothing else."""
+    import sys
+
+    outside = {
+        module
+        for path in package_files("durable_approvals")
+        for module in imports_of(path)
+        if module.split(".")[0] not in {*sys.stdlib_module_names, "temporalio", "pydantic", "durable_approvals"}
+        and module != "__future__"
+    }
+    assert outside == set()

@@ -1,0 +1,25 @@
+"""What a caller's workflow imports to ask a person before it acts: `request_approval` and the
+wire types of the `ApprovalRequest` workflow. Depends on temporalio and pydantic only, so it
+brings none of the service's own packages into the caller's project."""
+
+from durable_approvals.types import (
+    APPROVAL_REQUEST_WORKFLOW,
+    DEFAULT_TASK_QUEUE,
+    ApprovalRequestInput,
+    ApprovalResult,
+    Requester,
+    RequestOutcome,
+    derived_request_id,
+)
+from durable_approvals.workflow import request_approval
+
+__all__ = [
+    "APPROVAL_REQUEST_WORKFLOW",
+    "DEFAULT_TASK_QUEUE",
+    "ApprovalRequestInput",
+    "ApprovalResult",
+    "RequestOutcome",
+    "Requester",
+    "derived_request_id",
+    "request_approval",
+]

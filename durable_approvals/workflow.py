@@ -1,0 +1,64 @@
+"""`request_approval`: ask a person from inside any Python workflow, as a child workflow.
+
+The request outlives the caller's worker: its state is the child's history, so a caller that is
+killed while a person thinks resumes on the same request. If the caller is cancelled or ends
+first, the request is canceled with it (never left waiting in the inbox).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from durable_approvals.types import (
+        APPROVAL_REQUEST_WORKFLOW,
+        DEFAULT_TASK_QUEUE,
+        ApprovalRequestInput,
+        ApprovalResult,
+        Requester,
+        derived_request_id,
+    )
+
+
+async def request_approval(
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    key: str,
+    title: str | None = None,
+    context: str | None = None,
+    agent: str | None = None,
+    timeout_seconds: float | None = None,
+    rules: dict[str, Any] | None = None,
+    notify: list[str] | None = None,
+    request_id: str | None = None,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+) -> ApprovalResult:
+    """Wait for the decision on one call and return it. `key` names the request within the
+    calling workflow (its id is derived from both unless `request_id` is given)."""
+    info = workflow.info()
+    request = ApprovalRequestInput(
+        tool=tool,
+        arguments=arguments,
+        key=key,
+        title=title,
+        context=context,
+        requester=Requester(workflow_id=info.workflow_id, run_id=info.run_id, agent=agent),
+        timeout_seconds=timeout_seconds,
+        rules=rules,
+        notify=notify,
+    )
+    return await workflow.execute_child_workflow(
+        APPROVAL_REQUEST_WORKFLOW,
+        request,
+        id=request_id or derived_request_id(info.workflow_id, key),
+        task_queue=task_queue,
+        result_type=ApprovalResult,
+        parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        static_summary=f"approval: {title or tool}",
+    )

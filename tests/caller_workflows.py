@@ -1,0 +1,55 @@
+"""A plain workflow that asks for a person's yes before it acts, as a deploy pipeline would:
+it calls `request_approval` (durable_approvals) and runs its side effect only when approved."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+from temporalio import activity, workflow
+
+with workflow.unsafe.imports_passed_through():
+    from durable_approvals import ApprovalResult, request_approval
+
+
+class WriteJob(BaseModel):
+    path: str
+    content: str
+    out_dir: str
+    approvals_queue: str
+    timeout_seconds: float | None = None
+    key: str = "write"
+
+
+class JobOutcome(BaseModel):
+    approval: ApprovalResult
+    wrote: bool
+
+
+@activity.defn(name="write_release_file")
+async def write_release_file(job: WriteJob) -> None:
+    """The approved side effect: appends, so a second run would show twice."""
+    with (Path(job.out_dir) / job.path).open("a") as out:
+        out.write(job.content)
+
+
+@workflow.defn(name="ReleasePipeline")
+class ReleasePipeline:
+    @workflow.run
+    async def run(self, job: WriteJob) -> JobOutcome:
+        approval = await request_approval(
+            "write_file",
+            {"path": job.path, "content": job.content},
+            key=job.key,
+            title=f"Write {job.path}",
+            context="the release needs its notes",
+            agent="release-pipeline",
+            timeout_seconds=job.timeout_seconds,
+            task_queue=job.approvals_queue,
+        )
+        if not approval.approved:
+            return JobOutcome(approval=approval, wrote=False)
+        approved = job.model_copy(update=approval.arguments)
+        await workflow.execute_activity(write_release_file, approved, start_to_close_timeout=timedelta(seconds=30))
+        return JobOutcome(approval=approval, wrote=True)

@@ -1,0 +1,273 @@
+"""ApprovalRequestWorkflow: one approval request that any workflow, in any SDK, can start.
+
+It judges the call by the deployment's rules (deny > ask > allow, approver rules, M-of-N, edits)
+with the same pure code a conversation uses, writes the same read-model rows (so the request
+shows in the inbox, `pending`, Slack and the audit), takes decisions from every door under the
+conversation's signal and update names, and returns the decision. Its workflow id is the
+request id, and it is its own "conversation" in the read model: the doors find it by that id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
+    from core import deadlines
+    from core.approvals import ApprovalBook
+    from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from core.edits import EditDesk
+    from core.ids import InvalidConversationId, check_conversation_id
+    from core.models import (
+        ERROR_INVALID_DECISION,
+        QUERY_GET_STATE,
+        SIGNAL_APPROVAL_DECISION,
+        SIGNAL_EXTEND_APPROVAL,
+        UPDATE_DECIDE,
+        UPDATE_EXTEND,
+        ApprovalRecord,
+        ApprovalRequestedProjection,
+        ConversationState,
+        DecisionInput,
+        DecisionResult,
+        ExtensionInput,
+        ExtensionResult,
+        NotifyPlan,
+        PolicyRules,
+        ToolDef,
+        arguments_hash,
+    )
+    from core.notify_plan import plan_for
+    from core.policy import evaluate
+    from core.subagent_policy import narrow
+    from core.tool_registry import main_argument_text
+    from core.tool_specs import TOOL_SPECS
+    from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult
+    from workflows import activity_calls as calls
+    from workflows.handler_payloads import DECIDE_SHAPE, EXTEND_SHAPE, one_payload
+    from workflows.notify_outbox import NotificationOutbox
+    from workflows.reminders import RequestTimers
+    from workflows.resolutions import ResolutionMirror
+    from workflows.status import StatusKeeper
+
+ERROR_INVALID_REQUEST = "InvalidApprovalRequest"
+
+
+@workflow.defn(name=APPROVAL_REQUEST_WORKFLOW)
+class ApprovalRequestWorkflow:
+    @workflow.init
+    def __init__(self, request: ApprovalRequestInput) -> None:
+        self._request = request
+        self._id = workflow.info().workflow_id
+        self._book = ApprovalBook(self._id, [], {})
+        self._status = StatusKeeper(self._id)
+        self._outbox = NotificationOutbox()
+        self._record: ApprovalRecord | None = None
+
+    @workflow.run
+    async def run(self, request: ApprovalRequestInput) -> ApprovalResult:
+        try:
+            check_conversation_id(self._id)
+            rules_of_request = None if request.rules is None else PolicyRules.model_validate(request.rules)
+        except (InvalidConversationId, ValidationError) as err:
+            raise ApplicationError(f"invalid approval request: {err}", type=ERROR_INVALID_REQUEST) from None
+        service = await calls.service_rules()
+        rules = narrow(service.policy, rules_of_request)
+        tool = _tool_def(request)
+        text = main_argument_text(tool, request.arguments)
+        verdict = evaluate(rules, tool, text)
+        if verdict == "allow" and keeps_asking(rules, tool, request.arguments, text):
+            verdict = "ask"
+        if verdict != "ask":
+            reason = "a deny rule of the policy forbids it" if verdict == "deny" else "the policy allows it"
+            return self._result("allow" if verdict == "allow" else "deny", request.arguments, "policy", reason)
+        record = self._open(rules, tool, service.approval_timeout_seconds)
+        try:
+            await self._wait(record, service.approval_timeout_seconds)
+        except asyncio.CancelledError:
+            # The caller was cancelled or ended: the request ends with it, and says so in the inbox.
+            self._book.cancel_all(workflow.now())
+            record.reason = "the requesting workflow was canceled"
+            await ResolutionMirror(self._book, self._status, lambda: True).mirror(record)
+            raise
+        return self._from_record(record)
+
+    def _open(self, rules: PolicyRules, tool: ToolDef, default_timeout: float) -> ApprovalRecord:
+        request, now = self._request, workflow.now()
+        approvers = approvers_for(rules, tool, request.arguments)
+        timeout = request.timeout_seconds or default_timeout
+        record = ApprovalRecord(
+            request_id=self._id,
+            conversation_id=self._id,
+            turn_id="request",
+            tool_call_id=request.key or "request",
+            tool_name=tool.name,
+            permission_type=tool.permission_type,
+            arguments=request.arguments,
+            created_at=now,
+            expires_at=now + timedelta(seconds=timeout),
+            tool_source=tool.source,
+            tool_origin=tool.origin,
+            tool_hash=tool.definition_hash(),
+            annotations=_card(request),
+            approvers=approvers,
+            required=required_for(rules, tool, request.arguments),
+            not_by=not_by_for(rules, tool, request.arguments, None),
+            notify=_with_channels(plan_for(rules, tool, request.arguments, approvers), request.notify),
+        )
+        self._book.open(record)
+        self._book.edits = EditDesk(rules, None, lambda name: tool if name == tool.name else None, lambda: True)
+        self._record = record
+        return record
+
+    async def _wait(self, record: ApprovalRecord, default_timeout: float) -> None:
+        book, status = self._book, self._status
+        events = [
+            status.event("request.opened", record.request_id, _card(self._request)),
+            status.event("permission.request", record.request_id, {"request_id": record.request_id}),
+        ]
+        await calls.project(
+            ApprovalRequestedProjection(
+                approval=record,
+                kv_snapshot={},
+                conversation=status.snapshot("awaiting_approval", book.pending(), events),
+            )
+        )
+        timeout = self._request.timeout_seconds or default_timeout
+        await RequestTimers(
+            record,
+            expire=lambda: book.expire(record.request_id, workflow.now(), timeout),
+            changed=lambda what: calls.project_approval_changed(record, what),
+            outbox=self._outbox,
+        ).wait()
+        await ResolutionMirror(book, status, lambda: True).mirror(record)
+
+    def _from_record(self, record: ApprovalRecord) -> ApprovalResult:
+        resolution = record.resolution or "canceled"
+        outcome = "allow" if resolution == "always_allow" else resolution
+        arguments = record.edited_arguments if record.edited_arguments is not None else record.arguments
+        return self._result(outcome, arguments, record.decided_via, record.reason, record.decided_by, record)
+
+    def _result(
+        self,
+        decision: Any,
+        arguments: dict[str, Any],
+        door: str | None,
+        reason: str | None,
+        decided_by: str | None = None,
+        record: ApprovalRecord | None = None,
+    ) -> ApprovalResult:
+        return ApprovalResult(
+            request_id=self._id,
+            decision=decision,
+            arguments=arguments,
+            args_hash=arguments_hash(arguments),
+            decided_by=decided_by if record is not None else "policy",
+            door=door if record is None or decision not in ("expired", "canceled") else None,
+            reason=reason,
+            decided_at=record.resolved_at if record is not None else workflow.now(),
+        )
+
+    @workflow.query(name=QUERY_GET_STATE)
+    def get_state(self) -> ConversationState:
+        """The request as the doors read a conversation's state (one pending call, no messages)."""
+        return ConversationState(
+            conversation_id=self._id,
+            turn_status=self._status.turn_status,
+            turn_id="request",
+            messages=[],
+            pending_approvals=self._book.pending(),
+            always_allow=[],
+            auto_approve=False,
+            resolutions=self._book.resolutions(),
+        )
+
+    @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
+    def approval_decision(self, *args: Any) -> None:
+        decision = one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
+        if decision is None:
+            return
+        refusal = self._book.refuse(decision)
+        if refusal is not None:
+            workflow.logger.warning("decision ignored: %s", refusal.message)
+            return
+        self._book.apply(decision, workflow.now())
+
+    @workflow.update(name=UPDATE_DECIDE)
+    def decide(self, *args: Any) -> DecisionResult:
+        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
+        if decision is None:
+            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        resolution = self._book.apply(decision, workflow.now())
+        approved_by = list(self._book.record(decision.request_id).approved_by)
+        return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
+
+    @decide.validator
+    def _validate_decide(self, *args: Any) -> None:
+        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
+        if decision is None:
+            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        refusal = self._book.refuse(decision)
+        if refusal is not None:
+            raise ApplicationError(refusal.message, type=refusal.error_type, non_retryable=True)
+
+    @workflow.signal(name=SIGNAL_EXTEND_APPROVAL)
+    def extend_approval(self, *args: Any) -> None:
+        extension = one_payload(SIGNAL_EXTEND_APPROVAL, args, ExtensionInput)
+        if extension is not None and deadlines.extension_refusal(self._book, extension) is None:
+            deadlines.extend(self._book, extension, workflow.now())
+
+    @workflow.update(name=UPDATE_EXTEND)
+    def extend(self, *args: Any) -> ExtensionResult:
+        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
+        if extension is None:
+            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        expires_at = deadlines.extend(self._book, extension, workflow.now())
+        return ExtensionResult(request_id=extension.request_id, expires_at=expires_at)
+
+    @extend.validator
+    def _validate_extend(self, *args: Any) -> None:
+        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
+        if extension is None:
+            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
+        refusal = deadlines.extension_refusal(self._book, extension)
+        if refusal is not None:
+            raise ApplicationError(refusal.message, type=refusal.error_type, non_retryable=True)
+
+
+def _tool_def(request: ApprovalRequestInput) -> ToolDef:
+    """A built-in's definition keeps its rule argument (so `write_file(deploy/**)` matches its
+    path); any other tool's rules match the canonical JSON of its arguments."""
+    origin = (request.requester.agent or request.requester.workflow_id) if request.requester else None
+    known = TOOL_SPECS.get(request.tool)
+    base = known or ToolDef(
+        name=request.tool,
+        description=request.title or request.tool,
+        parameters={"type": "object"},
+        permission_type="execute",
+    )
+    return base.model_copy(update={"source": "external", "origin": origin or "external"})
+
+
+def _card(request: ApprovalRequestInput) -> dict[str, Any]:
+    """What the card shows beside the call: its title, the agent's reason, who asks."""
+    card: dict[str, Any] = {"title": request.title or request.tool}
+    if request.context:
+        card["context"] = request.context
+    if request.requester is not None:
+        card["requester"] = request.requester.model_dump(exclude_none=True)
+    return card
+
+
+def _with_channels(plan: NotifyPlan | None, channels: list[str] | None) -> NotifyPlan | None:
+    if not channels:
+        return plan
+    plan = plan or NotifyPlan()
+    plan.channels += [name for name in channels if name not in plan.channels]
+    return plan
