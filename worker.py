@@ -16,11 +16,13 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.approved_effects import ApprovedEffectActivities
 from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.notify import NotifyActivities
 from activities.projection import ProjectionActivities
+from activities.request_results import approval_request_result
 from activities.sandbox import describe as describe_sandbox
 from activities.service_rules import ServiceRulesActivity
 from activities.tool_sources import ToolSources
@@ -126,12 +128,18 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             writes.project_compaction,
             writes.project_approval_changed,
             notify.notify_approval,
-            ServiceRulesActivity(settings).service_rules,
+            ServiceRulesActivity(settings, projection).service_rules,
+            *_caller_activities(ApprovedEffectActivities(ledger, projection)),
         ],
         **worker_options,
     )
     host = Worker(client, task_queue=settings.host_task_queue, activities=runners)
     return HostWorker(shared, host, tools, projection, [projection, ledger])
+
+
+def _caller_activities(effects: ApprovedEffectActivities) -> list[Any]:
+    """What the caller's helpers (durable_approvals) ask of the service, on the shared queue."""
+    return [effects.approved_effect_begin, effects.approved_effect_finish, approval_request_result]
 
 
 async def main() -> None:

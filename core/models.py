@@ -502,3 +502,6 @@ class ServiceRules(BaseModel):
 
     policy: PolicyRules
     approval_timeout_seconds: float
+    earlier: dict[str, Any] | None = Field(
+        default=None, description="the result an earlier run of the same request id was decided with"
+    )

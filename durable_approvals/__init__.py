@@ -2,11 +2,13 @@
 wire types of the `ApprovalRequest` workflow. Depends on temporalio and pydantic only, so it
 brings none of the service's own packages into the caller's project."""
 
+from durable_approvals.once import run_approved_once
 from durable_approvals.types import (
     APPROVAL_REQUEST_WORKFLOW,
     DEFAULT_TASK_QUEUE,
     ApprovalRequestInput,
     ApprovalResult,
+    EffectOutcome,
     Requester,
     RequestOutcome,
     derived_request_id,
@@ -18,8 +20,10 @@ __all__ = [
     "DEFAULT_TASK_QUEUE",
     "ApprovalRequestInput",
     "ApprovalResult",
+    "EffectOutcome",
     "RequestOutcome",
     "Requester",
     "derived_request_id",
     "request_approval",
+    "run_approved_once",
 ]

@@ -62,3 +62,34 @@ def derived_request_id(workflow_id: str, key: str) -> str:
     request, so a retried start finds it instead of opening another."""
     digest = hashlib.sha256(f"{workflow_id}\n{key}".encode()).hexdigest()[:20]
     return f"approval-{digest}"
+
+
+APPROVED_EFFECT_BEGIN = "approved_effect_begin"
+APPROVED_EFFECT_FINISH = "approved_effect_finish"
+EffectState = Literal["ran", "already_ran", "outcome_unknown", "not_approved"]
+
+
+class EffectClaimInput(BaseModel):
+    request_id: str
+    name: str = Field(description="what the effect is, for the ledger and the audit")
+
+
+class EffectClaim(BaseModel):
+    verdict: Literal["run", "finished", "unknown"]
+    result: Any = Field(default=None, description="the recorded result of a finished effect")
+
+
+class EffectFinishInput(BaseModel):
+    request_id: str
+    result: Any = None
+
+
+class EffectOutcome(BaseModel):
+    """What became of an approved side effect run through `run_approved_once`."""
+
+    state: EffectState
+    result: Any = Field(default=None, description="the effect's result (ran now, or recorded when it ran before)")
+    detail: str | None = Field(default=None, description="why the outcome is unknown, or why it did not run")
+
+
+APPROVAL_REQUEST_RESULT = "approval_request_result"

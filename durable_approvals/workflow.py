@@ -7,14 +7,17 @@ first, the request is canceled with it (never left waiting in the inbox).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from durable_approvals.types import (
+        APPROVAL_REQUEST_RESULT,
         APPROVAL_REQUEST_WORKFLOW,
         DEFAULT_TASK_QUEUE,
         ApprovalRequestInput,
@@ -52,13 +55,31 @@ async def request_approval(
         rules=rules,
         notify=notify,
     )
-    return await workflow.execute_child_workflow(
-        APPROVAL_REQUEST_WORKFLOW,
-        request,
-        id=request_id or derived_request_id(info.workflow_id, key),
-        task_queue=task_queue,
-        result_type=ApprovalResult,
-        parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        static_summary=f"approval: {title or tool}",
-    )
+    rid = request_id or derived_request_id(info.workflow_id, key)
+    try:
+        return await workflow.execute_child_workflow(
+            APPROVAL_REQUEST_WORKFLOW,
+            request,
+            id=rid,
+            task_queue=task_queue,
+            result_type=ApprovalResult,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            static_summary=f"approval: {title or tool}",
+        )
+    except WorkflowAlreadyStartedError:
+        # A retried caller (a new run, the same key): the request exists, decided or still waiting.
+        # Its result is read by the service, never asked for again.
+        return await workflow.execute_activity(
+            APPROVAL_REQUEST_RESULT,
+            rid,
+            task_queue=task_queue,
+            result_type=ApprovalResult,
+            start_to_close_timeout=_RESULT_WAIT,
+            heartbeat_timeout=timedelta(seconds=30),
+            summary=f"approval: the existing request {rid}",
+        )
+
+
+# A retried caller may find its request still waiting for a person: it waits as long as a request may.
+_RESULT_WAIT = timedelta(days=31)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_approvals import ApprovalResult, request_approval
+    from durable_approvals import ApprovalResult, EffectOutcome, request_approval, run_approved_once
 
 
 class WriteJob(BaseModel):
@@ -24,14 +24,18 @@ class WriteJob(BaseModel):
 
 class JobOutcome(BaseModel):
     approval: ApprovalResult
-    wrote: bool
+    effect: EffectOutcome
+
+    @property
+    def wrote(self) -> bool:
+        return self.effect.state == "ran"
 
 
 @activity.defn(name="write_release_file")
-async def write_release_file(job: WriteJob) -> None:
+async def write_release_file(job: WriteJob) -> int:
     """The approved side effect: appends, so a second run would show twice."""
     with (Path(job.out_dir) / job.path).open("a") as out:
-        out.write(job.content)
+        return out.write(job.content)
 
 
 @workflow.defn(name="ReleasePipeline")
@@ -48,8 +52,13 @@ class ReleasePipeline:
             timeout_seconds=job.timeout_seconds,
             task_queue=job.approvals_queue,
         )
-        if not approval.approved:
-            return JobOutcome(approval=approval, wrote=False)
         approved = job.model_copy(update=approval.arguments)
-        await workflow.execute_activity(write_release_file, approved, start_to_close_timeout=timedelta(seconds=30))
-        return JobOutcome(approval=approval, wrote=True)
+        effect = await run_approved_once(
+            approval,
+            write_release_file,
+            approved,
+            name="write release file",
+            start_to_close_timeout=timedelta(seconds=30),
+            task_queue=job.approvals_queue,
+        )
+        return JobOutcome(approval=approval, effect=effect)

@@ -170,10 +170,12 @@ async def notify(notification: NotificationInput, give_up_after: timedelta) -> N
     )
 
 
-async def service_rules() -> ServiceRules:
-    """The deployment's rules, for an ApprovalRequest: read by a worker, then kept in history."""
+async def service_rules(request_id: str) -> ServiceRules:
+    """The deployment's rules, for an ApprovalRequest, and how an earlier run of the same request
+    was decided: read by a worker, then kept in history."""
     return await workflow.execute_activity(
         SERVICE_RULES,
+        request_id,
         result_type=ServiceRules,
         start_to_close_timeout=PROJECTION_TIMEOUT,
         retry_policy=PROJECTION_RETRY,

@@ -77,7 +77,10 @@ class ApprovalRequestWorkflow:
             rules_of_request = None if request.rules is None else PolicyRules.model_validate(request.rules)
         except (InvalidConversationId, ValidationError) as err:
             raise ApplicationError(f"invalid approval request: {err}", type=ERROR_INVALID_REQUEST) from None
-        service = await calls.service_rules()
+        service = await calls.service_rules(self._id)
+        if service.earlier is not None:
+            # The caller ran again under the same request id: the decision stands, asked once.
+            return ApprovalResult.model_validate(service.earlier)
         rules = narrow(service.policy, rules_of_request)
         tool = _tool_def(request)
         text = main_argument_text(tool, request.arguments)

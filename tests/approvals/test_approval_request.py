@@ -20,7 +20,7 @@ from config.settings import Settings
 from durable_approvals import derived_request_id
 from tests.caller_workflows import JobOutcome, ReleasePipeline, WriteJob, write_release_file
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending
+from tests.helpers import approval_row, eventually, rows, wait_pending
 from tests.processes import run_cli
 from tests.stack import one_line
 from tests.ui_fixtures import add_person, api_client
@@ -52,6 +52,7 @@ async def callers(client: Client) -> AsyncIterator[str]:
 
 
 async def start_job(client: Client, queue: str, settings: Settings, out: Path, **job: object) -> WorkflowHandle:
+    job_id = str(job.pop("job_id", f"release-{uuid.uuid4().hex[:8]}"))
     spec = WriteJob(
         path=str(job.pop("path", "notes.txt")),
         content=str(job.pop("content", "v2")),
@@ -59,9 +60,7 @@ async def start_job(client: Client, queue: str, settings: Settings, out: Path, *
         approvals_queue=settings.task_queue,
         **job,  # type: ignore[arg-type]
     )
-    return await client.start_workflow(
-        ReleasePipeline.run, spec, id=f"release-{uuid.uuid4().hex[:8]}", task_queue=queue
-    )
+    return await client.start_workflow(ReleasePipeline.run, spec, id=job_id, task_queue=queue)
 
 
 async def outcome(handle: WorkflowHandle) -> JobOutcome:
@@ -92,8 +91,17 @@ async def test_a_plain_workflow_asks_and_each_door_decides_once(
         result = await outcome(approved)
         assert (result.approval.decision, result.approval.decided_by, result.approval.door) == ("allow", "bob", "cli")
         assert result.wrote and (out / "notes.txt").read_text() == "v2", "written once, after the approval"
+        assert (result.effect.state, result.effect.result) == ("ran", 2)
         again = await run_cli(settings, client, "deny", rid, "--reason", "late", "--as", "bob")
         assert again.returncode == 3 and "already resolved: allow by bob" in one_line(again.stderr)
+
+        # The caller runs again under the same id (a retry): the same request, decided, and the
+        # effect the ledger recorded, not a second write.
+        retried = await outcome(await start_job(client, queue, settings, out, job_id=approved.id))
+        assert retried.approval == result.approval, "the decided request, not a new one"
+        assert (retried.effect.state, retried.effect.result) == ("already_ran", 2)
+        assert (out / "notes.txt").read_text() == "v2", "written once"
+        assert len(rows(settings.approvals_db, "SELECT 1 FROM ui_pending_approvals WHERE request_id = ?", rid)) == 1
 
         denied = await start_job(client, queue, settings, out, path="denied.txt")
         denied_id = histories.track(derived_request_id(denied.id, "write"))

@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "payload_store": {"config"},
     "storage": {"core", "config"},
     "workflows": {"core", "durable_approvals"},
-    "activities": {"core", "config", "storage", "workflows", "approvals_tools"},
+    "activities": {"core", "config", "storage", "workflows", "approvals_tools", "durable_approvals"},
     "doors": {"core", "config", "storage", "payload_store", "workflows"},
     "maintenance": {"core", "config", "storage", "doors", "workflows"},
     "demo_model": {"core"},
