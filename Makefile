@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # llama-cpp-python builds from source: CPU only, no BLAS or OpenMP, portable code (minutes, once).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_OPENMP=OFF
 
-.PHONY: install test test-real-model lint run bench docs clean
+.PHONY: install test test-scale test-real-model lint run bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ PYTEST_WORKERS ?= 3
 
 test: $(STAMP) lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
+
+# The full sizes of the repeated-scale proofs (marker `scale`); `make test` runs them smaller.
+test-scale: $(STAMP)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) -m scale --durations=15
 
 # A conversation against a real model server; the build is kept in the virtualenv (and pip's cache).
 test-real-model: $(STAMP)

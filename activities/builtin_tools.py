@@ -1,4 +1,6 @@
-"""The built-in tools, confined to the workspace. Each returns the text the model will read."""
+"""The built-in tools, confined to the workspace. Each returns the text the model will read.
+
+Each implementation is checked at import against its spec in core.tool_specs (builtin_contract)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from activities.builtin_contract import check_builtin_tools
 from activities.file_tools import list_dir, read_file, write_file
 from activities.sandbox_run import run_sandboxed
 from activities.tool_text import MAX_RESULT_CHARS, truncate
 from activities.workspaces import Workspace
+from core.tool_specs import TOOL_SPECS
 
 __all__ = ["BUILTIN_TOOLS", "MAX_RESULT_CHARS", "KvStore", "Workspace", "truncate"]
 
@@ -65,3 +69,5 @@ BUILTIN_TOOLS: dict[str, ToolFunction] = {
     "kv_set": kv_set,
     "kv_get": kv_get,
 }
+
+check_builtin_tools(TOOL_SPECS, BUILTIN_TOOLS)  # at import: a spec without its implementation fails here

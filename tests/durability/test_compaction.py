@@ -1,5 +1,7 @@
 """A conversation far longer than the model's context: compaction keeps every model call within the
-budget, the turns all complete, and nothing outside the transcript (kv, always-allow) is lost."""
+budget, the turns all complete, and nothing outside the transcript (kv, always-allow) is lost.
+Thirty-two turns under `make test-scale` (13 compactions), eighteen in `make test` (6: past the
+five the test asks for)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from tests.helpers import (
     wait_status,
     workspace_of,
 )
+from tests.scale import at_scale
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
@@ -30,11 +33,15 @@ BUDGET = 30_000
 READS_PER_TURN = 20
 FILE_BYTES = 16_000
 PLAN = {"goal": "ship it", "steps": [1, 2, 3]}
-TURNS = (
-    ["remember the plan", "write first to out.txt"]
-    + [f"read batch {n}" for n in range(28)]
-    + ["recall the plan", "write last to out.txt"]
-)
+
+
+def conversation(batches: int) -> list[str]:
+    """The user's turns: remember and write, then batches of reads, then recall and write again."""
+    return (
+        ["remember the plan", "write first to out.txt"]
+        + [f"read batch {n}" for n in range(batches)]
+        + ["recall the plan", "write last to out.txt"]
+    )
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -78,9 +85,11 @@ async def largest_event_bytes(client: Client, conversation_id: str) -> int:
     return largest
 
 
-async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
-    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+@at_scale("batches", quick=14, full=28)
+async def test_turns_of_big_tool_results_stay_within_the_budget(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, batches: int
 ) -> None:
+    turns = conversation(batches)
     settings = dataclasses.replace(settings, context_budget_tokens=BUDGET)
     planned, ws = new_workspace(settings)
     for n in range(READS_PER_TURN):
@@ -89,18 +98,18 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
     model.behaviour = worker_model
     db = settings.approvals_db
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, TURNS[0], planned))
+        cid = histories.track(await start_conversation(client, settings, turns[0], planned))
         await wait_status(client, cid, "idle")
-        await send_message(client, cid, TURNS[1])
+        await send_message(client, cid, turns[1])
         [row] = await wait_pending(db, cid, 1)
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="always_allow"))
         await wait_status(client, cid, "idle")
-        for text in TURNS[2:]:
+        for text in turns[2:]:
             await send_message(client, cid, text)
             state = await wait_status(client, cid, "idle", timeout=60)
 
     events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
-    assert events.count("turn.completed") == len(TURNS) and "turn.failed" not in events
+    assert events.count("turn.completed") == len(turns) and "turn.failed" not in events
     compactions = events.count("conversation.compacted")
     assert compactions >= 5, f"only {compactions} compaction(s)"
 
@@ -108,7 +117,7 @@ async def test_thirty_turns_of_big_tool_results_stay_within_the_budget(
     transcript = full_transcript(db, state)
     assert len(model.reply_requests) == sum(1 for m in transcript if m.role == "assistant")
     assert len(model.summary_requests) == compactions
-    assert [m.content for m in transcript if m.role == "user"] == TURNS
+    assert [m.content for m in transcript if m.role == "user"] == turns
     assert [r["seq"] for r in archived(db, cid)] == list(range(1, state.archived_messages + 1))
 
     # Every request fitted the budget, and no tool call was ever sent apart from its result.

@@ -1,4 +1,5 @@
-"""A 200-turn conversation that continues-as-new every few turns keeps everything it holds.
+"""A 200-turn conversation (60 in `make test`) that continues-as-new every few turns keeps
+everything it holds.
 
 Messages keep arriving while turns run and runs switch, and decisions go out (by signal and by
 update) the moment a request appears, so some land right as a turn ends and the run switches.
@@ -31,11 +32,11 @@ from doors.control import get_state, send_decision, send_message
 from tests.conftest import HistoryRecorder
 from tests.failure_support import assert_projection_matches, assistant_count, holds, lines
 from tests.helpers import new_workspace, pending_rows, rows, tool_messages, workspace_of
+from tests.scale import at_scale
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
 
-TURNS = 200
-BIG_TURN = 150
+BIG_TURN = 60
 BIG_TEXT = "0123456789" * 5000  # 50,000 characters; the limit is 16,000
 
 
@@ -73,11 +74,12 @@ def turns_completed(settings: Settings, cid: str) -> int:
     return int(found[0]["n"]) if found else 0
 
 
-async def test_two_hundred_turns_across_many_runs_lose_nothing(
-    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+@at_scale("turns", quick=60, full=200)
+async def test_many_turns_across_many_runs_lose_nothing(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, turns: int
 ) -> None:
     model.behaviour = behave
-    cid = histories.track("conv-long")
+    cid = histories.track(f"conv-long-{turns}")
     (new_workspace(settings, cid)[1] / "big.txt").write_text(BIG_TEXT)
     start = ConversationInput(
         conversation_id=cid,
@@ -93,13 +95,13 @@ async def test_two_hundred_turns_across_many_runs_lose_nothing(
 
         async def pump() -> None:
             """Keep a few messages queued, so some arrive while a run hands over to the next."""
-            for n in range(2, TURNS + 1):
+            for n in range(2, turns + 1):
                 behind = n - 3
                 await holds(lambda: turns_completed(settings, cid) >= behind, timeout=60)  # noqa: B023
                 await send_message(client, cid, f"turn {n}")
 
         async def decider() -> None:
-            while turns_completed(settings, cid) < TURNS:
+            while turns_completed(settings, cid) < turns:
                 for row in pending_rows(settings.approvals_db, cid):
                     rid = row["request_id"]
                     if rid in decided:
@@ -129,18 +131,18 @@ async def test_two_hundred_turns_across_many_runs_lose_nothing(
     runs = [execution async for execution in client.list_workflows(f"WorkflowId = '{cid}'")]
     assert len(runs) > 10, "the conversation should have continued-as-new many times"
     assert state.conversation_id == cid and state.turn_status == "idle"
-    assert [m.content for m in state.messages if m.role == "user"] == [f"turn {n}" for n in range(1, TURNS + 1)]
+    assert [m.content for m in state.messages if m.role == "user"] == [f"turn {n}" for n in range(1, turns + 1)]
     replies = [m.content for m in state.messages if m.role == "assistant" and not m.tool_calls]
-    assert replies == [f"done {n}" for n in range(1, TURNS + 1)]
-    assert model.assistant_messages_requested_for("turn 1") == assistant_count(state) == 2 * TURNS
-    assert state.kv == {f"k{n}": n for n in range(1, TURNS + 1) if kind(n) == "kv"}
+    assert replies == [f"done {n}" for n in range(1, turns + 1)]
+    assert model.assistant_messages_requested_for("turn 1") == assistant_count(state) == 2 * turns
+    assert state.kv == {f"k{n}": n for n in range(1, turns + 1) if kind(n) == "kv"}
     assert state.always_allow == ["write_file"]
 
     # Decisions: one ask for write_file (always allowed), then none; shell asks each time.
     assert sorted(decided.values()).count("always_allow") == 1
-    assert len(decided) == 1 + len([n for n in range(1, TURNS + 1) if kind(n) == "shell"])
+    assert len(decided) == 1 + len([n for n in range(1, turns + 1) if kind(n) == "shell"])
     ws = workspace_of(settings, cid)
-    for n in range(1, TURNS + 1):
+    for n in range(1, turns + 1):
         if kind(n) == "write":
             assert (ws / f"w{n}.txt").read_text() == str(n)
         if kind(n) == "shell":
@@ -152,4 +154,4 @@ async def test_two_hundred_turns_across_many_runs_lose_nothing(
 
     # One conversation in the projection, every turn's event exactly once.
     assert_projection_matches(settings.approvals_db, state)
-    assert turns_completed(settings, cid) == TURNS
+    assert turns_completed(settings, cid) == turns

@@ -1,8 +1,9 @@
 """A working session whose tools return real amounts of text: 20 reads of a 16 KB file per turn,
-for 30 turns, with compaction out of the way (a budget no transcript reaches), so the whole
-transcript goes with every model call. Every turn completes, no payload in the history reaches the
-store's threshold (the transcript travels by reference), the model is asked once per assistant
-message, replay passes. The same scenario under a context budget is tests/durability/test_compaction.py's."""
+for 30 turns under `make test-scale` (8 in `make test`, already past what Temporal carries in one
+payload), with compaction out of the way (a budget no transcript reaches), so the whole transcript
+goes with every model call. Every turn completes, no payload in the history reaches the store's
+threshold (the transcript travels by reference), the model is asked once per assistant message,
+replay passes. The same scenario under a context budget is tests/durability/test_compaction.py's."""
 
 from __future__ import annotations
 
@@ -18,19 +19,20 @@ from payload_store.history import payload_sizes, references
 from tests.conftest import HistoryRecorder
 from tests.failure_support import assistant_count, holds
 from tests.helpers import new_workspace, rows
+from tests.scale import at_scale
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
-TURNS = 30
 READS = 20
 FILE = "".join(f"{i:05d} a line of a sixteen kilobyte workspace file.......\n" for i in range(300))[:16_000]
+TEMPORAL_PAYLOAD_LIMIT = 2 * 1024 * 1024  # the largest payload Temporal accepts in a history
 
 
+# 600 reads at full size, each a sandboxed process: minutes beside the suite's other processes.
 @pytest.mark.timeout(1200)
-# 600 reads, each a sandboxed process: minutes beside the suite's other processes on two cores.
-@pytest.mark.timeout(1200)
-async def test_thirty_turns_of_twenty_16kb_reads(
-    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+@at_scale("turns", quick=8, full=30)
+async def test_turns_of_twenty_16kb_reads(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, turns: int
 ) -> None:
     settings = dataclasses.replace(settings, context_budget_tokens=10**9)
     planned, ws = new_workspace(settings)
@@ -39,15 +41,15 @@ async def test_thirty_turns_of_twenty_16kb_reads(
     marker = "read notes.txt twenty times, every turn"
     async with build_worker(client, settings):
         cid = histories.track(await start_conversation(client, settings, marker, planned))
-        for turn in range(1, TURNS + 1):
+        for turn in range(1, turns + 1):
             if turn > 1:
                 await send_message(client, cid, f"again, turn {turn}")
             await holds(functools.partial(completed, settings, cid, turn), timeout=300)
         state = await get_state(client, cid)
-    assert state.turn_status == "idle" and state.turn_id == f"turn_{TURNS}"
+    assert state.turn_status == "idle" and state.turn_id == f"turn_{turns}"
     tool_results = [m.content for m in state.messages if m.role == "tool"]
-    assert tool_results == [FILE] * (READS * TURNS)
-    assert model.assistant_messages_requested_for(marker) == assistant_count(state) == 2 * TURNS
+    assert tool_results == [FILE] * (READS * turns)
+    assert model.assistant_messages_requested_for(marker) == assistant_count(state) == 2 * turns
     assert len(rows(settings.approvals_db, "SELECT 1 FROM ui_events WHERE event_type = 'turn.failed'")) == 0
 
     runs = [execution async for execution in client.list_workflows(f"WorkflowId = '{cid}'")]
@@ -60,8 +62,8 @@ async def test_thirty_turns_of_twenty_16kb_reads(
         stored += sizes.external
         assert all(r.driver_name == "local-files" for r in references(history))
     assert max(inline) < settings.payload_store_threshold
-    # The last model input holds the whole transcript: thirty turns of reads, far past 2 MB.
-    assert max(stored) > READS * len(FILE) * TURNS
+    # The last model input holds the whole transcript: every turn's reads, past Temporal's limit.
+    assert max(stored) > READS * len(FILE) * turns > TEMPORAL_PAYLOAD_LIMIT
     # The replay of every run happens in the histories fixture, from the same payload store.
 
 

@@ -3,7 +3,8 @@
 Each conversation asks to run a shell command that appends its marker to a file in the workspace.
 Every request is decided three times at once (UI one, UI two, the CLI): exactly one wins. Workers
 are SIGKILLed while this runs and replaced (same host name, same workspace, as a restarted host).
-At the end every approved command ran exactly once, in the workspace of the host its conversation
+Three hundred conversations under `make test-scale`, thirty in `make test` (the same checks). At
+the end every approved command ran exactly once, in the workspace of the host its conversation
 was pinned to (as history records it); one whose worker died mid-command was reported to the model
 as "outcome unknown" and never run again; and a projection rebuild from Temporal changes no row.
 """
@@ -32,11 +33,12 @@ from tests.failure_support import address_of
 from tests.helpers import eventually, rows, tool_messages
 from tests.postgres import PostgresServer
 from tests.processes import REPO_ROOT, WorkerProcess, free_port, process_env, wait_for_port
+from tests.scale import at_scale
 from tests.scripts import ScriptedModel, first_user_text, last_role, tool_results
 
-CONVERSATIONS = 300
 HOSTS = ("host-a", "host-b", "host-c")
 KILL_EVERY = (2.0, 5.0)  # seconds between SIGKILLs while the decisions go out
+FIRST_KILL = (0.2, 1.0)  # the first comes early, so even the small run's decisions meet one
 EXECUTE = "execute_tool"
 
 
@@ -85,8 +87,9 @@ async def decide_three_ways(ui_urls: list[str], env: dict[str, str], request_id:
 # 300 conversations, three workers killed and replaced over and over: 200-260 s on an idle
 # machine, more beside the suite's other processes. Its own waits are bounded (900 s at most).
 @pytest.mark.timeout(1200)
+@at_scale("conversations", quick=30, full=300)
 async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
-    client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path
+    client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path, conversations: int
 ) -> None:
     settings = many_hosts_settings
     model.behaviour = mark_behaviour
@@ -116,12 +119,12 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
         for started in workers.values():  # all three poll before the first conversation picks a host
             started.wait_ready()
         phases = [("start", time.monotonic())]  # where the test's time goes, printed at the end
-        markers = [f"mark-{i:03d}" for i in range(CONVERSATIONS)]
+        markers = [f"mark-{i:03d}" for i in range(conversations)]
         ids = {marker: await start_conversation(client, settings, marker) for marker in markers}
 
         async def all_pending() -> list[dict[str, Any]]:
             found = rows(settings.approvals_db, "SELECT request_id FROM ui_pending_approvals WHERE decision IS NULL")
-            return found if len(found) == CONVERSATIONS else []
+            return found if len(found) == conversations else []
 
         requests = [row["request_id"] for row in await eventually(all_pending, timeout=900, interval=0.5)]
         phases.append(("every conversation waiting", time.monotonic()))
@@ -131,10 +134,12 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
 
         async def chaos() -> None:
             """SIGKILL a random host's worker every few seconds while decisions go out; replace it."""
+            pause = FIRST_KILL
             while not deciding.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(deciding.wait(), random.uniform(*KILL_EVERY))
+                    await asyncio.wait_for(deciding.wait(), random.uniform(*pause))
                     return
+                pause = KILL_EVERY
                 host = random.choice(HOSTS)
                 workers[host].kill()
                 workers[host] = worker(host)
@@ -187,18 +192,18 @@ async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
 
         assert len(used) >= 2, f"the conversations spread over the hosts: {used}"
         ran_once = sum(1 for marker in markers if sum(marks[h].count(marker) for h in HOSTS) == 1)
-        print(f"{len(kills)} workers killed; {len(unknown)} outcome(s) unknown; {ran_once}/{CONVERSATIONS} ran once")
+        print(f"{len(kills)} workers killed; {len(unknown)} outcome(s) unknown; {ran_once}/{conversations} ran once")
 
         async def caught_up() -> dict[str, list[dict[str, Any]]]:
             """The projection catches up: a write whose worker was killed is retried when its
             activity times out (30 s), so the last rows may land after the workflows went idle."""
             found = _projection(settings)
             idle = all((r["turn_status"], r["pending_count"]) == ("idle", 0) for r in found["conversations"])
-            return found if idle and len(found["conversations"]) == CONVERSATIONS else {}
+            return found if idle and len(found["conversations"]) == conversations else {}
 
         before = await eventually(caught_up, timeout=120, interval=1.0)
         phases.append(("projection caught up", time.monotonic()))
-        assert [row["decision"] for row in before["approvals"]] == ["allow"] * CONVERSATIONS
+        assert [row["decision"] for row in before["approvals"]] == ["allow"] * conversations
         winners = {row["decided_by"] for row in before["approvals"]}
         assert winners <= {"ui-one", "ui-two", "cli"}
         report = await rebuild_projection(client, settings)
