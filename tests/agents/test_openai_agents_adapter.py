@@ -1,6 +1,8 @@
 """An OpenAI Agents SDK agent on Temporal asks for a write through the adapter: the request
 shows in the read model and `pending` with its requester; an approval runs the tool once, a
-denial's reason reaches the model as the tool's output, an edit is refused with its message."""
+denial's reason reaches the model as the tool's output, an edit is refused with its message;
+calls of one reply wait side by side and are decided one by one; an undecided request expires,
+and one of a canceled agent is canceled."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+import pytest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.worker import Replayer, Worker
 
 from config.settings import Settings
@@ -21,7 +24,7 @@ from durable_approvals.openai_agents import EDIT_REFUSED
 from examples.openai_agents_approval import agents_plugin
 from examples.openai_agents_writer import AGENT_NAME, NotesFolder, NotesWriterAgent, WriterOutcome, WriterTask
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending
+from tests.helpers import approval_row, eventually, wait_pending
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
@@ -169,7 +172,7 @@ async def test_calls_asked_together_wait_together_and_each_gets_its_own_decision
     assert [p.name for p in notes.iterdir()] == ["one.txt"] and (notes / "one.txt").read_text() == "first"
 
 
-async def test_a_request_left_undecided_expires_and_the_model_is_told(
+async def test_a_request_left_undecided_expires_and_one_of_a_canceled_agent_is_canceled(
     client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
 ) -> None:
     model.behaviour = writes_then_quotes
@@ -187,4 +190,16 @@ async def test_a_request_left_undecided_expires_and_the_model_is_told(
         outcome = WriterOutcome.model_validate(await agent.result())
         assert (outcome.decisions[0].decision, outcome.decisions[0].decided_by) == ("expired", "timeout")
         assert tool_outputs_seen(model, "call-x1") == ["not run: the approval request expired without a decision"]
+
+        canceled, canceled_id = await ask(caller, queue, settings, "write gone to gone.txt as call-c1")
+        await wait_pending(settings.approvals_db, canceled_id, 1)
+        await canceled.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await canceled.result()
+
+        async def canceled_in_the_read_model() -> bool:
+            return approval_row(settings.approvals_db, canceled_id)["decision"] == "canceled"
+
+        await eventually(canceled_in_the_read_model)
+        assert tool_outputs_seen(model, "call-c1") == [], "a canceled agent is not resumed"
     assert not notes.exists()
