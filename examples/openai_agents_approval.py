@@ -9,7 +9,8 @@ It starts the agent's own worker (the `OpenAIAgentsPlugin`, its model calls goin
 server of OPENAI_BASE_URL, the demo model by default), starts the agent, prints each request as
 it waits (with the commands that decide it), and then what the agent did. Decide in the inbox,
 with `python starter.py approve|deny ID`, or let the example decide: `--approve-as bob`,
-`--deny-as bob --reason "not today"`.
+`--deny-as bob --reason "not today"`. `--serve` runs only the agent's worker, as a deployment
+would, until it is stopped.
 """
 
 from __future__ import annotations
@@ -74,17 +75,23 @@ async def show_requests(client: Client, agent: WorkflowHandle, args: argparse.Na
         await asyncio.sleep(0.5)
 
 
+def agent_worker(client: Client, queue: str, notes: Path) -> Worker:
+    return Worker(client, task_queue=queue, workflows=[NotesWriterAgent], activities=[NotesFolder(notes).write_file])
+
+
 async def main(args: argparse.Namespace) -> None:
     settings = Settings()
     plugin = agents_plugin(settings.openai_base_url, settings.openai_api_key)
     client = await Client.connect(settings.temporal_address, namespace=settings.namespace, plugins=[plugin])
     notes = Path(args.notes_dir)
-    async with Worker(
-        client, task_queue=AGENT_QUEUE, workflows=[NotesWriterAgent], activities=[NotesFolder(notes).write_file]
-    ):
+    if args.serve:
+        async with agent_worker(client, args.queue, notes):
+            print(f"agent worker ready: task queue {args.queue}", flush=True)
+            await asyncio.Event().wait()
+    async with agent_worker(client, args.queue, notes):
         task = WriterTask(prompt=args.prompt, model=settings.llm_model, approvals_queue=settings.task_queue)
         agent = await client.start_workflow(
-            NotesWriterAgent.run, task, id=f"notes-writer-{uuid.uuid4().hex[:8]}", task_queue=AGENT_QUEUE
+            NotesWriterAgent.run, task, id=f"notes-writer-{uuid.uuid4().hex[:8]}", task_queue=args.queue
         )
         print(f"agent {agent.id} started: {args.prompt!r}")
         watcher = asyncio.create_task(show_requests(client, agent, args))
@@ -103,6 +110,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m examples.openai_agents_approval", description=__doc__)
     parser.add_argument("prompt", nargs="?", default="write hello to notes.txt")
     parser.add_argument("--notes-dir", default="data/agent-notes", help="where the agent's write_file writes")
+    parser.add_argument("--queue", default=AGENT_QUEUE, help="the agent worker's task queue")
+    parser.add_argument("--serve", action="store_true", help="run only the agent's worker, until stopped")
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--approve-as", metavar="NAME", help="approve each request as NAME")
     who.add_argument("--deny-as", metavar="NAME", help="deny each request as NAME (with --reason)")

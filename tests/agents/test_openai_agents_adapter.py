@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Replayer
 
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from durable_approvals import derived_request_id
 from durable_approvals.openai_agents import EDIT_REFUSED
-from examples.openai_agents_approval import agents_plugin
-from examples.openai_agents_writer import AGENT_NAME, NotesFolder, NotesWriterAgent, WriterOutcome, WriterTask
+from examples.openai_agents_approval import agent_worker, agents_plugin
+from examples.openai_agents_writer import AGENT_NAME, NotesWriterAgent, WriterOutcome, WriterTask
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, wait_pending
 from tests.processes import run_cli
@@ -39,7 +39,7 @@ def writes_then_quotes(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def agent_worker(client: Client, model: ScriptedModel, notes: Path) -> AsyncIterator[tuple[Client, str]]:
+async def agent_team(client: Client, model: ScriptedModel, notes: Path) -> AsyncIterator[tuple[Client, str]]:
     """The agent team's own client and worker: the OpenAI Agents plugin, the scripted model."""
     assert model.server is not None
     caller = await Client.connect(
@@ -48,9 +48,7 @@ async def agent_worker(client: Client, model: ScriptedModel, notes: Path) -> Asy
         plugins=[agents_plugin(model.server.base_url, "test-key")],
     )
     queue = f"agents-{uuid.uuid4().hex[:8]}"
-    async with Worker(
-        caller, task_queue=queue, workflows=[NotesWriterAgent], activities=[NotesFolder(notes).write_file]
-    ):
+    async with agent_worker(caller, queue, notes):
         yield caller, queue
 
 
@@ -85,7 +83,7 @@ async def test_an_openai_agent_waits_for_a_person_and_each_decision_lands(
 ) -> None:
     model.behaviour = writes_then_quotes
     notes = tmp_path / "notes"
-    async with build_worker(client, settings), agent_worker(client, model, notes) as (caller, queue):
+    async with build_worker(client, settings), agent_team(client, model, notes) as (caller, queue):
         approved, rid = await ask(caller, queue, settings, "write hello to notes.txt as call-a1")
         histories.track(rid)
         [row] = await wait_pending(settings.approvals_db, rid, 1)
@@ -148,7 +146,7 @@ async def test_calls_asked_together_wait_together_and_each_gets_its_own_decision
 ) -> None:
     model.behaviour = two_writes_at_once
     notes = tmp_path / "notes"
-    async with build_worker(client, settings), agent_worker(client, model, notes) as (caller, queue):
+    async with build_worker(client, settings), agent_team(client, model, notes) as (caller, queue):
         agent, _ = await ask(caller, queue, settings, "write both as call-p1")
         first = histories.track(derived_request_id(agent.id, "openai-agents/call-p1"))
         second = histories.track(derived_request_id(agent.id, "openai-agents/call-p2"))
@@ -177,7 +175,7 @@ async def test_a_request_left_undecided_expires_and_one_of_a_canceled_agent_is_c
 ) -> None:
     model.behaviour = writes_then_quotes
     notes = tmp_path / "notes"
-    async with build_worker(client, settings), agent_worker(client, model, notes) as (caller, queue):
+    async with build_worker(client, settings), agent_team(client, model, notes) as (caller, queue):
         task = WriterTask(
             prompt="write late to late.txt as call-x1",
             model="scripted-test",
