@@ -51,6 +51,9 @@ class ApprovalOptions:
     timeout_seconds: float | None = None
     rules: dict[str, Any] | None = None
     notify: list[str] | None = None
+    # Before each call id in the request's key: give each run of one workflow its own when the
+    # model reuses call ids across runs (as scripted models do).
+    key_prefix: str = KEY_PREFIX
 
 
 async def run_with_approvals(
@@ -84,7 +87,7 @@ async def decide_interruptions(
     asked = Counter() if asked is None else asked
     items = list(result.interruptions)
     reason = stated_reason(result)
-    keys = [request_key(item, asked) for item in items]
+    keys = [request_key(item, asked, options.key_prefix) for item in items]
     decisions = await asyncio.gather(
         *(
             request_approval(
@@ -126,9 +129,9 @@ def rejection_message(decision: ApprovalResult) -> str:
     return f"denied{by}: {decision.reason}" if decision.reason else f"denied{by}"
 
 
-def request_key(item: ToolApprovalItem, asked: Counter[str]) -> str:
-    """The tool call id names the request; its n-th reuse within one workflow gets `#n`."""
-    base = f"{KEY_PREFIX}/{item.call_id or item.tool_name}"
+def request_key(item: ToolApprovalItem, asked: Counter[str], prefix: str = KEY_PREFIX) -> str:
+    """The tool call id names the request; its n-th reuse within one run gets `#n`."""
+    base = f"{prefix}/{item.call_id or item.tool_name}"
     asked[base] += 1
     return base if asked[base] == 1 else f"{base}#{asked[base]}"
 
