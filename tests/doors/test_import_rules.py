@@ -118,15 +118,27 @@ def test_only_the_entry_points_sit_at_the_root() -> None:
     assert loose <= {"worker.py", "starter.py", "run_local.py"}, loose
 
 
+# Each adapter of durable_approvals may import its own agent SDK, and only that one.
+ADAPTER_SDKS: dict[str, set[str]] = {"openai_agents.py": {"agents"}, "pydantic_ai.py": {"pydantic_ai"}}
+
+
 def test_the_callers_package_needs_only_temporalio_and_pydantic() -> None:
-    """A caller installs durable_approvals into its own project: it must bring nothing else."""
+    """A caller installs durable_approvals into its own project: its core modules bring nothing
+    else, an adapter brings only its SDK, and no core module imports an adapter."""
     import sys
 
+    base = {*sys.stdlib_module_names, "temporalio", "pydantic", "durable_approvals"}
+    adapters = {f"durable_approvals.{name.removesuffix('.py')}" for name in ADAPTER_SDKS}
     outside = {
-        module
+        f"{path.name} imports {module}"
         for path in package_files("durable_approvals")
         for module in imports_of(path)
-        if module.split(".")[0] not in {*sys.stdlib_module_names, "temporalio", "pydantic", "durable_approvals"}
-        and module != "__future__"
+        if module.split(".")[0] not in base | ADAPTER_SDKS.get(path.name, set()) and module != "__future__"
     }
-    assert outside == set()
+    core_to_adapter = {
+        f"{path.name} imports {module}"
+        for path in package_files("durable_approvals")
+        for module in imports_of(path)
+        if path.name not in ADAPTER_SDKS and module in adapters
+    }
+    assert outside | core_to_adapter == set()
