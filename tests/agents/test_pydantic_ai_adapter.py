@@ -1,0 +1,126 @@
+"""A Pydantic AI agent on Temporal (its `TemporalDurability`, the real SDK and dev server, the
+scripted model over HTTP) asks for a write through the adapter: the request shows in `pending`
+with the agent's workflow as its requester, and each decision reaches the agent as Pydantic AI
+takes it: approve runs the tool once, a denial's reason is what the model reads next, an edit
+runs the tool with the edited arguments."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
+
+from config.settings import Settings
+from demo_model.server import text_reply, tool_reply
+from examples.pydantic_ai_approval import AGENT_NAME, PydanticWriter, WriterJob
+from tests.helpers import eventually
+from tests.processes import run_cli
+from tests.scripts import ScriptedModel, last_role, tool_results
+from worker import build_worker
+
+REASON = "the agent says it needs the release notes"
+
+
+def asks_to_write(path: str, content: str) -> Any:
+    """On the person's message: one `write_file` call with a stated reason; after its result: a
+    text quoting the result, so the test sees what the model was told."""
+
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if last_role(messages) == "user":
+            return tool_reply(("w1", "write_file", {"path": path, "content": content}), text=REASON)
+        return text_reply("told: " + " | ".join(str(m["content"]) for m in tool_results(messages)))
+
+    return behave
+
+
+@asynccontextmanager
+async def agent_worker(client: Client) -> AsyncIterator[tuple[Client, str]]:
+    """The agent's own worker, as its team runs it: a client with Pydantic AI's plugin, its own queue."""
+    config = client.config()
+    config["plugins"] = [PydanticAIPlugin()]
+    agents = Client(**config)
+    queue = f"agents-{uuid.uuid4().hex[:8]}"
+    async with Worker(agents, task_queue=queue, workflows=[PydanticWriter]):
+        yield agents, queue
+
+
+async def start_agent(agents: Client, queue: str, settings: Settings, out: Path, prompt: str) -> WorkflowHandle:
+    job = WriterJob(
+        prompt=prompt, out_dir=str(out), model_url=settings.openai_base_url, approvals_queue=settings.task_queue
+    )
+    return await agents.start_workflow(PydanticWriter.run, job, id=f"writer-{uuid.uuid4().hex[:8]}", task_queue=queue)
+
+
+async def pending_card(settings: Settings, client: Client, requester: str) -> dict[str, Any]:
+    """The `pending --json` card of the request the agent's workflow opened."""
+
+    async def card() -> dict[str, Any] | None:
+        listed = await run_cli(settings, client, "pending", "--json")
+        assert listed.returncode == 0, listed.stderr
+        mine = [
+            r
+            for r in json.loads(listed.stdout)
+            if r["tool"]["annotations"].get("requester", {}).get("workflow_id") == requester
+        ]
+        return mine[0] if mine else None
+
+    return await eventually(card, timeout=60)
+
+
+async def test_an_approved_write_runs_once_and_the_request_names_the_agent(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    model.behaviour = asks_to_write("notes.txt", "v2")
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path, "write the notes")
+        card = await pending_card(settings, client, handle.id)
+        assert card["tool"]["annotations"]["requester"]["agent"] == AGENT_NAME
+        assert card["tool"]["annotations"]["context"] == REASON
+        assert card["tool"]["origin"] == AGENT_NAME
+        assert not (tmp_path / "notes.txt").exists(), "nothing runs before the decision"
+
+        done = await run_cli(settings, client, "approve", card["request_id"], "--as", "bob")
+        assert done.returncode == 0, done.stderr
+        answer = await handle.result()
+    assert answer == "told: wrote 2 characters to notes.txt"
+    assert (tmp_path / "notes.txt").read_text() == "v2", "the tool ran exactly once"
+    assert len(model.reply_requests) == 2
+
+
+async def test_a_denial_reason_is_what_the_model_reads_and_the_tool_never_runs(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    model.behaviour = asks_to_write("notes.txt", "v2")
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path, "write the notes")
+        card = await pending_card(settings, client, handle.id)
+        done = await run_cli(
+            settings, client, "deny", card["request_id"], "--reason", "not in the freeze", "--as", "bob"
+        )
+        assert done.returncode == 0, done.stderr
+        answer = await handle.result()
+    assert answer == "told: not in the freeze"
+    [told] = tool_results(model.reply_requests[-1]["messages"])
+    assert (told["tool_call_id"], told["content"]) == ("w1", "not in the freeze")
+    assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_an_edit_runs_the_tool_with_the_edited_arguments(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    model.behaviour = asks_to_write("notes.txt", "draft")
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path, "write the notes")
+        card = await pending_card(settings, client, handle.id)
+        done = await run_cli(settings, client, "edit", card["request_id"], "--set", "content=final", "--as", "bob")
+        assert done.returncode == 0, done.stderr
+        answer = await handle.result()
+    assert answer == "told: wrote 5 characters to notes.txt"
+    assert (tmp_path / "notes.txt").read_text() == "final", "the edited arguments ran, not the proposed ones"
