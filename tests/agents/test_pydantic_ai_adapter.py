@@ -51,17 +51,24 @@ async def agent_worker(client: Client) -> AsyncIterator[tuple[Client, str]]:
         yield agents, queue
 
 
-async def start_agent(agents: Client, queue: str, settings: Settings, out: Path, prompt: str) -> WorkflowHandle:
+async def start_agent(
+    agents: Client, queue: str, settings: Settings, out: Path, timeout_seconds: float | None = None
+) -> WorkflowHandle:
     job = WriterJob(
-        prompt=prompt, out_dir=str(out), model_url=settings.openai_base_url, approvals_queue=settings.task_queue
+        prompt="write the notes",
+        out_dir=str(out),
+        model_url=settings.openai_base_url,
+        approvals_queue=settings.task_queue,
+        timeout_seconds=timeout_seconds,
     )
     return await agents.start_workflow(PydanticWriter.run, job, id=f"writer-{uuid.uuid4().hex[:8]}", task_queue=queue)
 
 
-async def pending_card(settings: Settings, client: Client, requester: str) -> dict[str, Any]:
-    """The `pending --json` card of the request the agent's workflow opened."""
+async def pending_cards(settings: Settings, client: Client, requester: str, count: int = 1) -> list[dict[str, Any]]:
+    """The `pending --json` cards of the requests the agent's workflow opened, once there are
+    `count` of them, in the order of their paths."""
 
-    async def card() -> dict[str, Any] | None:
+    async def cards() -> list[dict[str, Any]] | None:
         listed = await run_cli(settings, client, "pending", "--json")
         assert listed.returncode == 0, listed.stderr
         mine = [
@@ -69,9 +76,9 @@ async def pending_card(settings: Settings, client: Client, requester: str) -> di
             for r in json.loads(listed.stdout)
             if r["tool"]["annotations"].get("requester", {}).get("workflow_id") == requester
         ]
-        return mine[0] if mine else None
+        return sorted(mine, key=lambda r: r["arguments"]["path"]) if len(mine) == count else None
 
-    return await eventually(card, timeout=60)
+    return await eventually(cards, timeout=60)
 
 
 async def test_an_approved_write_runs_once_and_the_request_names_the_agent(
@@ -79,8 +86,8 @@ async def test_an_approved_write_runs_once_and_the_request_names_the_agent(
 ) -> None:
     model.behaviour = asks_to_write("notes.txt", "v2")
     async with build_worker(client, settings), agent_worker(client) as (agents, queue):
-        handle = await start_agent(agents, queue, settings, tmp_path, "write the notes")
-        card = await pending_card(settings, client, handle.id)
+        handle = await start_agent(agents, queue, settings, tmp_path)
+        [card] = await pending_cards(settings, client, handle.id)
         assert card["tool"]["annotations"]["requester"]["agent"] == AGENT_NAME
         assert card["tool"]["annotations"]["context"] == REASON
         assert card["tool"]["origin"] == AGENT_NAME
@@ -99,8 +106,8 @@ async def test_a_denial_reason_is_what_the_model_reads_and_the_tool_never_runs(
 ) -> None:
     model.behaviour = asks_to_write("notes.txt", "v2")
     async with build_worker(client, settings), agent_worker(client) as (agents, queue):
-        handle = await start_agent(agents, queue, settings, tmp_path, "write the notes")
-        card = await pending_card(settings, client, handle.id)
+        handle = await start_agent(agents, queue, settings, tmp_path)
+        [card] = await pending_cards(settings, client, handle.id)
         done = await run_cli(
             settings, client, "deny", card["request_id"], "--reason", "not in the freeze", "--as", "bob"
         )
@@ -117,10 +124,79 @@ async def test_an_edit_runs_the_tool_with_the_edited_arguments(
 ) -> None:
     model.behaviour = asks_to_write("notes.txt", "draft")
     async with build_worker(client, settings), agent_worker(client) as (agents, queue):
-        handle = await start_agent(agents, queue, settings, tmp_path, "write the notes")
-        card = await pending_card(settings, client, handle.id)
+        handle = await start_agent(agents, queue, settings, tmp_path)
+        [card] = await pending_cards(settings, client, handle.id)
         done = await run_cli(settings, client, "edit", card["request_id"], "--set", "content=final", "--as", "bob")
         assert done.returncode == 0, done.stderr
         answer = await handle.result()
     assert answer == "told: wrote 5 characters to notes.txt"
     assert (tmp_path / "notes.txt").read_text() == "final", "the edited arguments ran, not the proposed ones"
+
+
+async def test_parallel_calls_are_asked_at_once_and_each_decision_reaches_its_own_call(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    calls = [
+        ("w1", "write_file", {"path": "a.txt", "content": "A"}),
+        ("w2", "write_file", {"path": "b.txt", "content": "B"}),
+    ]
+
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if last_role(messages) == "user":
+            return tool_reply(*calls)
+        return text_reply("told: " + " | ".join(str(m["content"]) for m in tool_results(messages)))
+
+    model.behaviour = behave
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path)
+        first, second = await pending_cards(settings, client, handle.id, count=2)
+        assert first["request_id"] != second["request_id"]
+        denied = await run_cli(settings, client, "deny", second["request_id"], "--reason", "only a.txt", "--as", "bob")
+        assert denied.returncode == 0, denied.stderr
+        approved = await run_cli(settings, client, "approve", first["request_id"], "--as", "bob")
+        assert approved.returncode == 0, approved.stderr
+        answer = await handle.result()
+    assert answer == "told: wrote 1 characters to a.txt | only a.txt"
+    assert (tmp_path / "a.txt").read_text() == "A" and not (tmp_path / "b.txt").exists()
+    assert len(model.reply_requests) == 2, "one run on with both decisions, not one per decision"
+
+
+async def test_an_id_the_model_reuses_in_a_later_response_is_a_new_request(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    """Models number their calls per response (`call_1` again and again): the second ask is its
+    own request, not the first one's decision found again."""
+
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        results = [m for m in messages if m["role"] == "tool"]
+        if not results:
+            return tool_reply(("w1", "write_file", {"path": "a.txt", "content": "A"}))
+        if len(results) == 1:
+            return tool_reply(("w1", "write_file", {"path": "b.txt", "content": "B"}))
+        return text_reply("told: " + " | ".join(str(m["content"]) for m in results))
+
+    model.behaviour = behave
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path)
+        [first] = await pending_cards(settings, client, handle.id)
+        approved = await run_cli(settings, client, "approve", first["request_id"], "--as", "bob")
+        assert approved.returncode == 0, approved.stderr
+        [second] = await pending_cards(settings, client, handle.id)
+        assert second["request_id"] != first["request_id"] and second["arguments"]["path"] == "b.txt"
+        denied = await run_cli(settings, client, "deny", second["request_id"], "--reason", "enough", "--as", "bob")
+        assert denied.returncode == 0, denied.stderr
+        answer = await handle.result()
+    assert answer == "told: wrote 1 characters to a.txt | enough"
+    assert (tmp_path / "a.txt").read_text() == "A" and not (tmp_path / "b.txt").exists()
+
+
+async def test_a_request_nobody_decides_expires_and_the_model_is_told(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    model.behaviour = asks_to_write("notes.txt", "v2")
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path, timeout_seconds=2)
+        answer = await handle.result()
+    [told] = tool_results(model.reply_requests[-1]["messages"])
+    assert told["content"] == answer.removeprefix("told: ") and "no decision within" in answer
+    assert not (tmp_path / "notes.txt").exists()
