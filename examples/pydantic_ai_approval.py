@@ -103,17 +103,24 @@ class PydanticWriter(PydanticAIWorkflow):
         return str(result.output)
 
 
-async def main(prompt: str, out_dir: Path, temporal_address: str = "localhost:7233") -> str:
+async def main(
+    prompt: str,
+    out_dir: Path,
+    *,
+    temporal_address: str = "localhost:7233",
+    model_url: str = DEMO_MODEL_URL,
+    approvals_queue: str = DEFAULT_TASK_QUEUE,
+) -> str:
+    """Run the agent's worker and one agent workflow; return the agent's answer."""
     client = await Client.connect(temporal_address, plugins=[PydanticAIPlugin()])
     queue = f"pydantic-writer-{uuid.uuid4().hex[:8]}"
     out_dir.mkdir(parents=True, exist_ok=True)
+    job = WriterJob(prompt=prompt, out_dir=str(out_dir.resolve()), model_url=model_url, approvals_queue=approvals_queue)
     async with Worker(client, task_queue=queue, workflows=[PydanticWriter]):
-        job = WriterJob(prompt=prompt, out_dir=str(out_dir.resolve()))
         handle = await client.start_workflow(
             PydanticWriter.run, job, id=f"writer-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
-        print(f"agent workflow {handle.id}: waiting for the decisions on its calls")
-        print("decide its request: .venv/bin/python starter.py pending, then approve/deny/edit RID")
+        print(f"agent workflow {handle.id} started; decide its requests (.venv/bin/python starter.py pending)")
         return await handle.result()
 
 
@@ -121,6 +128,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prompt", nargs="?", default="write hello to notes.txt")
     parser.add_argument("--out", type=Path, default=Path("data/pydantic-writer"), help="where the tool writes")
-    parser.add_argument("--temporal", default="localhost:7233")
-    arguments = parser.parse_args()
-    print(asyncio.run(main(arguments.prompt, arguments.out, arguments.temporal)))
+    parser.add_argument("--temporal", default="localhost:7233", help="the Temporal frontend")
+    parser.add_argument("--model-url", default=DEMO_MODEL_URL, help="an OpenAI-compatible server")
+    parser.add_argument("--approvals-queue", default=DEFAULT_TASK_QUEUE, help="the approvals worker's task queue")
+    options = parser.parse_args()
+    answer = asyncio.run(
+        main(
+            options.prompt,
+            options.out,
+            temporal_address=options.temporal,
+            model_url=options.model_url,
+            approvals_queue=options.approvals_queue,
+        )
+    )
+    print(answer)

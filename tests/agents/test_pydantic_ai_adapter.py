@@ -6,6 +6,7 @@ runs the tool with the edited arguments."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -18,8 +19,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
 from config.settings import Settings
+from demo_model.script import respond
 from demo_model.server import text_reply, tool_reply
-from examples.pydantic_ai_approval import AGENT_NAME, PydanticWriter, WriterJob
+from examples.pydantic_ai_approval import AGENT_NAME, PydanticWriter, WriterJob, main
 from tests.helpers import eventually
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, last_role, tool_results
@@ -64,19 +66,21 @@ async def start_agent(
     return await agents.start_workflow(PydanticWriter.run, job, id=f"writer-{uuid.uuid4().hex[:8]}", task_queue=queue)
 
 
-async def pending_cards(settings: Settings, client: Client, requester: str, count: int = 1) -> list[dict[str, Any]]:
-    """The `pending --json` cards of the requests the agent's workflow opened, once there are
-    `count` of them, in the order of their paths."""
+async def pending_cards(
+    settings: Settings, client: Client, requester: str | None = None, count: int = 1
+) -> list[dict[str, Any]]:
+    """The `pending --json` cards of the requests the agent opened (from the workflow `requester`
+    if given), once there are `count` of them, in the order of their paths."""
+
+    def opened_by_the_agent(card: dict[str, Any]) -> bool:
+        by = card["tool"]["annotations"].get("requester") or {}
+        return by.get("agent") == AGENT_NAME and requester in (None, by.get("workflow_id"))
 
     async def cards() -> list[dict[str, Any]] | None:
         listed = await run_cli(settings, client, "pending", "--json")
         assert listed.returncode == 0, listed.stderr
-        mine = [
-            r
-            for r in json.loads(listed.stdout)
-            if r["tool"]["annotations"].get("requester", {}).get("workflow_id") == requester
-        ]
-        return sorted(mine, key=lambda r: r["arguments"]["path"]) if len(mine) == count else None
+        mine = [card for card in json.loads(listed.stdout) if opened_by_the_agent(card)]
+        return sorted(mine, key=lambda card: card["arguments"]["path"]) if len(mine) == count else None
 
     return await eventually(cards, timeout=60)
 
@@ -88,7 +92,6 @@ async def test_an_approved_write_runs_once_and_the_request_names_the_agent(
     async with build_worker(client, settings), agent_worker(client) as (agents, queue):
         handle = await start_agent(agents, queue, settings, tmp_path)
         [card] = await pending_cards(settings, client, handle.id)
-        assert card["tool"]["annotations"]["requester"]["agent"] == AGENT_NAME
         assert card["tool"]["annotations"]["context"] == REASON
         assert card["tool"]["origin"] == AGENT_NAME
         assert not (tmp_path / "notes.txt").exists(), "nothing runs before the decision"
@@ -200,3 +203,29 @@ async def test_a_request_nobody_decides_expires_and_the_model_is_told(
     [told] = tool_results(model.reply_requests[-1]["messages"])
     assert told["content"] == answer.removeprefix("told: ") and "no decision within" in answer
     assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_the_example_runs_as_documented_against_the_demo_model(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    model.behaviour = lambda messages: respond({"messages": messages})
+    target = client.service_client.config.target_host
+    async with build_worker(client, settings):
+        run = asyncio.create_task(
+            main(
+                "write hello to notes.txt",
+                tmp_path,
+                temporal_address=target,
+                model_url=settings.openai_base_url,
+                approvals_queue=settings.task_queue,
+            )
+        )
+        try:
+            [card] = await pending_cards(settings, client)
+            done = await run_cli(settings, client, "approve", card["request_id"], "--as", "bob")
+            assert done.returncode == 0, done.stderr
+            answer = await run
+        finally:
+            run.cancel()  # the example's worker stops with it when the test failed first
+    assert (tmp_path / "notes.txt").read_text() == "hello"
+    assert "wrote 5 characters to notes.txt" in answer
