@@ -11,6 +11,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,19 @@ async def test_a_request_nobody_decides_expires_and_the_model_is_told(
     [told] = tool_results(model.reply_requests[-1]["messages"])
     assert told["content"] == answer.removeprefix("told: ") and "no decision within" in answer
     assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_a_deny_rule_answers_at_once_and_the_model_reads_why(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('ask = ["write_file"]\ndeny = ["write_file(.git/**)"]\n')
+    settings = replace(settings, policy_file=str(policy))
+    model.behaviour = asks_to_write(".git/config", "x")
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        answer = await (await start_agent(agents, queue, settings, tmp_path)).result()
+    assert answer == "told: a deny rule of the policy forbids it"
+    assert not (tmp_path / ".git").exists()
 
 
 async def test_the_example_runs_as_documented_against_the_demo_model(
