@@ -15,15 +15,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Worker
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.worker import Replayer, Worker
 
 from config.settings import Settings
 from demo_model.script import respond
 from demo_model.server import text_reply, tool_reply
 from examples.pydantic_ai_approval import AGENT_NAME, PydanticWriter, WriterJob, main
-from tests.helpers import eventually
+from tests.helpers import approval_row, eventually
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
@@ -100,9 +101,12 @@ async def test_an_approved_write_runs_once_and_the_request_names_the_agent(
         done = await run_cli(settings, client, "approve", card["request_id"], "--as", "bob")
         assert done.returncode == 0, done.stderr
         answer = await handle.result()
+        history = await handle.fetch_history()
     assert answer == "told: wrote 2 characters to notes.txt"
     assert (tmp_path / "notes.txt").read_text() == "v2", "the tool ran exactly once"
     assert len(model.reply_requests) == 2
+    replayer = Replayer(workflows=[PydanticWriter], plugins=[PydanticAIPlugin()], data_converter=agents.data_converter)
+    await replayer.replay_workflow(history)  # the adapter's commands are deterministic
 
 
 async def test_a_denial_reason_is_what_the_model_reads_and_the_tool_never_runs(
@@ -204,6 +208,25 @@ async def test_a_request_nobody_decides_expires_and_the_model_is_told(
     [told] = tool_results(model.reply_requests[-1]["messages"])
     assert told["content"] == answer.removeprefix("told: ") and "no decision within" in answer
     assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_canceling_the_agent_cancels_its_request_and_nothing_runs(
+    client: Client, settings: Settings, model: ScriptedModel, tmp_path: Path
+) -> None:
+    model.behaviour = asks_to_write("notes.txt", "v2")
+    async with build_worker(client, settings), agent_worker(client) as (agents, queue):
+        handle = await start_agent(agents, queue, settings, tmp_path)
+        [card] = await pending_cards(settings, client, handle.id)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+
+        async def canceled_in_the_read_model() -> bool:
+            return approval_row(settings.approvals_db, card["request_id"])["decision"] == "canceled"
+
+        await eventually(canceled_in_the_read_model)
+    assert not (tmp_path / "notes.txt").exists()
+    assert len(model.reply_requests) == 1
 
 
 async def test_a_deny_rule_answers_at_once_and_the_model_reads_why(
