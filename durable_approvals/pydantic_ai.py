@@ -36,11 +36,15 @@ UNANSWERED = {
 
 
 def approval_key(call: ToolCallPart, messages: Sequence[ModelMessage] = ()) -> str:
-    """The request's key within the calling workflow: the call's id, after the number of the
-    model response that made it (models reuse ids such as `call_1` from one response to the next).
-    A replayed or retried run has the same messages, so it finds the same request."""
+    """The request's key within the calling workflow: the call's id, after the agent run and the
+    number of the model response that made it (models reuse ids such as `call_1` from one response
+    to the next, and a workflow may run its agent many times). A replayed run has the same
+    messages and, on Temporal, the same run ids, so it finds the same request."""
     found = response_of(messages, call)
-    return f"pydantic-ai:{found[0] if found else 0}:{call.tool_call_id}"
+    if found is None:
+        return f"pydantic-ai:{call.tool_call_id}"
+    number, response = found
+    return f"pydantic-ai:{response.run_id or '-'}:{number}:{call.tool_call_id}"
 
 
 def decision_result(result: ApprovalResult) -> ToolApproved | ToolDenied:

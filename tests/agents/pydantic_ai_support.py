@@ -37,11 +37,12 @@ def asks_to_write(path: str, content: str) -> Behaviour:
 
 
 @asynccontextmanager
-async def agent_worker(client: Client) -> AsyncIterator[tuple[Client, str]]:
-    """The agent's own worker, as its team runs it: a client with Pydantic AI's plugin, its own queue."""
+async def agent_worker(client: Client, *workflows: type) -> AsyncIterator[tuple[Client, str]]:
+    """The agent's own worker, as its team runs it: a client with Pydantic AI's plugin, its own
+    queue, the example's workflow (or the given ones)."""
     agents = agents_client(client)
     queue = f"agents-{uuid.uuid4().hex[:8]}"
-    async with Worker(agents, task_queue=queue, workflows=[PydanticWriter]):
+    async with Worker(agents, task_queue=queue, workflows=list(workflows or [PydanticWriter])):
         yield agents, queue
 
 
