@@ -57,7 +57,7 @@ def decision_result(result: ApprovalResult) -> ToolApproved | ToolDenied:
 
 
 def response_of(messages: Sequence[ModelMessage], call: ToolCallPart) -> tuple[int, ModelResponse] | None:
-    """The model response that made the call, and its number among the run's responses (from 1)."""
+    """The model response that made the call, and its number among the responses in `messages` (from 1)."""
     responses = [message for message in messages if isinstance(message, ModelResponse)]
     for number, response in reversed(list(enumerate(responses, start=1))):
         if any(isinstance(part, ToolCallPart) and part.tool_call_id == call.tool_call_id for part in response.parts):
