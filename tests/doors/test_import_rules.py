@@ -126,7 +126,8 @@ def test_the_callers_package_needs_only_temporalio_and_pydantic() -> None:
         module
         for path in package_files("durable_approvals")
         for module in imports_of(path)
-        if module.split(".")[0] not in {*sys.stdlib_module_names, "temporalio", "pydantic", "durable_approvals"}
+        if module.split(".")[0]
+        not in {*sys.stdlib_module_names, "temporalio", "nexusrpc", "pydantic", "durable_approvals"}
         and module != "__future__"
     }
     assert outside == set()
