@@ -10,8 +10,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, RegisterNamespaceRequest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
@@ -21,29 +19,18 @@ from doors.nexus_endpoint import ensure_endpoint
 from durable_approvals import ApprovalResult
 from durable_approvals.nexus_caller import nexus_request_id
 from tests.agents.nexus_callers import NexusReleasePipeline, NexusWriteJob
+from tests.agents.nexus_support import client_on, register_namespace
 from tests.caller_workflows import JobOutcome, write_release_file
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending
+from tests.helpers import approval_row, wait_pending
 from tests.processes import run_cli
 from worker import build_worker
 
 
 async def second_namespace(client: Client) -> Client:
-    """A namespace of another team, with a client of its own: the plain pydantic converter, no
-    access to our payload store."""
-    name = f"callers-{uuid.uuid4().hex[:8]}"
-    await client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(namespace=name, workflow_execution_retention_period=Duration(seconds=86400))
-    )
-
-    async def registered() -> bool:
-        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=name))
-        return True
-
-    await eventually(registered)
-    config = client.config()
-    config["namespace"], config["data_converter"] = name, pydantic_data_converter
-    return Client(**config)
+    """Another team's namespace, with a client of its own: the plain pydantic converter, no access
+    to our payload store."""
+    return client_on(client, await register_namespace(client), pydantic_data_converter)
 
 
 @asynccontextmanager
