@@ -31,7 +31,7 @@ from cli.run_plan import (
 from cli.supervisor import Child, Supervisor, say
 from config.settings import Settings
 from doors.control import start_conversation
-from doors.nexus_endpoint import DEFAULT_ENDPOINT, ensure_endpoint
+from doors.nexus_endpoint import DEFAULT_ENDPOINT, endpoint_command, ensure_endpoint
 from payload_store.connection import connect
 from storage.store import ProjectionStore
 
@@ -149,6 +149,8 @@ class LocalRun:
 
     def banner(self) -> None:
         opts, cli = self.options, cli_hint(self.options, self.environ)
+        settings = Settings()  # this process reads the children's variables (see run())
+        nexus = endpoint_command(settings.namespace, settings.task_queue)
         query = urllib.parse.quote('TurnStatus="awaiting_approval"')
         model = (
             f"scripted demo model at {opts.model_url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)"
@@ -160,6 +162,7 @@ class LocalRun:
         say(f"  Approvals UI     {opts.ui_url}")
         say(f"  Temporal Web UI  {opts.temporal_ui_url}/namespaces/default/workflows?query={query}")
         say(f"  Model            {model}")
+        say(f"  Nexus endpoint   {DEFAULT_ENDPOINT}; on a real cluster: {nexus}")
         say("  In another terminal, try:")
         say(f"    {cli} pending")
         say(f"    {cli} approve REQUEST_ID")

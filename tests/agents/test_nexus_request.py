@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle
+import pytest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
@@ -22,7 +23,7 @@ from tests.agents.nexus_callers import NexusReleasePipeline, NexusWriteJob
 from tests.agents.nexus_support import client_on, register_namespace
 from tests.caller_workflows import JobOutcome, write_release_file
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending
+from tests.helpers import approval_row, eventually, rows, wait_pending
 from tests.processes import run_cli
 from worker import build_worker
 
@@ -40,11 +41,12 @@ async def caller_worker(caller: Client) -> AsyncIterator[str]:
         yield queue
 
 
-async def start_job(caller: Client, queue: str, endpoint: str, out: Path, path: str) -> WorkflowHandle:
+async def start_job(
+    caller: Client, queue: str, endpoint: str, out: Path, path: str, workflow_id: str | None = None
+) -> WorkflowHandle:
     job = NexusWriteJob(path=path, content="v2", out_dir=str(out), approvals_queue="", endpoint=endpoint)
-    return await caller.start_workflow(
-        NexusReleasePipeline.run, job, id=f"release-{uuid.uuid4().hex[:8]}", task_queue=queue
-    )
+    workflow_id = workflow_id or f"release-{uuid.uuid4().hex[:8]}"
+    return await caller.start_workflow(NexusReleasePipeline.run, job, id=workflow_id, task_queue=queue)
 
 
 async def test_a_pipeline_in_another_namespace_asks_through_nexus_and_gets_the_same_result(
@@ -85,3 +87,51 @@ async def test_a_pipeline_in_another_namespace_asks_through_nexus_and_gets_the_s
     assert approval_row(settings.approvals_db, rid)["decision"] == "allow"
     assert approval_row(settings.approvals_db, denied_id)["reason"] == "not in the freeze"
     assert not (out / "denied.txt").exists()
+
+
+async def test_a_retried_caller_is_not_asked_again_and_a_canceled_caller_cancels_its_request(
+    client: Client, settings: Settings, histories: HistoryRecorder, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    caller = await second_namespace(client)
+    endpoint = f"approvals-{uuid.uuid4().hex[:8]}"
+    assert await ensure_endpoint(client, client.namespace, "elsewhere", endpoint) == "created"
+    assert await ensure_endpoint(client, client.namespace, settings.task_queue, endpoint) == "retargeted"
+    async with build_worker(client, settings), caller_worker(caller) as queue:
+        first = await start_job(caller, queue, endpoint, out, "notes.txt")
+        rid = histories.track(nexus_request_id(caller.namespace, first.id, "write"))
+        await wait_pending(settings.approvals_db, rid, 1)
+        done = await run_cli(settings, client, "approve", rid, "--as", "bob")
+        assert done.returncode == 0, done.stderr
+        assert JobOutcome.model_validate(await first.result()).wrote
+
+        # The same pipeline run again under its id names the same request: decided, never reopened.
+        retried = await start_job(caller, queue, endpoint, out, "notes.txt", workflow_id=first.id)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await retried.result()
+        assert f"approval request {rid} was already decided" in causes(failed.value)
+        assert (out / "notes.txt").read_text() == "v2", "the write ran once"
+        decisions = rows(settings.approvals_db, "SELECT decision FROM ui_pending_approvals WHERE request_id = ?", rid)
+        assert decisions == [{"decision": "allow"}], "one request, still decided as it was"
+
+        canceled = await start_job(caller, queue, endpoint, out, "gone.txt")
+        canceled_id = histories.track(nexus_request_id(caller.namespace, canceled.id, "write"))
+        await wait_pending(settings.approvals_db, canceled_id, 1)
+        await canceled.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await canceled.result()
+
+        async def canceled_in_the_read_model() -> bool:
+            return approval_row(settings.approvals_db, canceled_id)["decision"] == "canceled"
+
+        await eventually(canceled_in_the_read_model)
+    assert not (out / "gone.txt").exists()
+
+
+def causes(err: BaseException | None) -> str:
+    found = []
+    while err is not None:
+        found.append(str(err))
+        err = err.__cause__
+    return " <- ".join(found)
