@@ -1,6 +1,7 @@
 """`make run`: the whole system on this machine, ready for a newcomer within a minute.
 
-Starts the Temporal dev server (history in data/temporal.db, so a second run finds everything),
+Starts the Temporal dev server (history in data/temporal.db, so a second run finds everything)
+with the `approvals` Nexus endpoint pointing at the worker's task queue,
 the scripted demo model unless a real model is configured, the worker and the approvals UI;
 shows when each is ready, prints where to look, and stops every process it started on Ctrl-C.
 """
@@ -30,6 +31,7 @@ from cli.run_plan import (
 from cli.supervisor import Child, Supervisor, say
 from config.settings import Settings
 from doors.control import start_conversation
+from doors.nexus_endpoint import DEFAULT_ENDPOINT, endpoint_command, ensure_endpoint
 from payload_store.connection import connect
 from storage.store import ProjectionStore
 
@@ -87,6 +89,10 @@ class LocalRun:
         await wait_until(lambda: port_open("localhost", opts.temporal_ui_port), 30, stop)
         self.ready("temporal", f"{opts.temporal_address}, Web UI {opts.temporal_ui_url}")
         client = clients[-1]
+        # Workflows of other namespaces ask through this endpoint (docs/nexus.md).
+        done = await ensure_endpoint(client, settings.namespace, settings.task_queue)
+        target = f"namespace {settings.namespace}, task queue {settings.task_queue}"
+        self.ready("nexus endpoint", f"{DEFAULT_ENDPOINT} -> {target} ({done})")
 
         children: dict[str, Child] = {}
         for name in ("model", "worker", "ui"):
@@ -143,6 +149,8 @@ class LocalRun:
 
     def banner(self) -> None:
         opts, cli = self.options, cli_hint(self.options, self.environ)
+        settings = Settings()  # this process reads the children's variables (see run())
+        nexus = endpoint_command(settings.namespace, settings.task_queue)
         query = urllib.parse.quote('TurnStatus="awaiting_approval"')
         model = (
             f"scripted demo model at {opts.model_url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)"
@@ -154,6 +162,7 @@ class LocalRun:
         say(f"  Approvals UI     {opts.ui_url}")
         say(f"  Temporal Web UI  {opts.temporal_ui_url}/namespaces/default/workflows?query={query}")
         say(f"  Model            {model}")
+        say(f"  Nexus endpoint   {DEFAULT_ENDPOINT}; on a real cluster: {nexus}")
         say("  In another terminal, try:")
         say(f"    {cli} pending")
         say(f"    {cli} approve REQUEST_ID")

@@ -34,6 +34,7 @@ from payload_store.connection import connect
 from storage.store import ProjectionStore
 from workflows.approval_request import ApprovalRequestWorkflow
 from workflows.conversation import ConversationWorkflow
+from workflows.nexus_handler import ApprovalsNexusHandler
 
 # Every workflow type this service runs (the replay tests replay histories of each).
 WORKFLOWS = [ConversationWorkflow, ApprovalRequestWorkflow]
@@ -131,6 +132,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             ServiceRulesActivity(settings, projection).service_rules,
             *_caller_activities(ApprovedEffectActivities(ledger, projection)),
         ],
+        nexus_service_handlers=[ApprovalsNexusHandler()],  # the `approvals` service (docs/nexus.md)
         **worker_options,
     )
     host = Worker(client, task_queue=settings.host_task_queue, activities=runners)

@@ -125,7 +125,9 @@ class Bench:
     ) -> BenchWorker:
         """checkout: run the worker from that source tree (the baseline) instead of this one."""
         log = settings.workspace_dir.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
-        extra = {} if checkout is None else {"PYTHONPATH": str(checkout)}
+        extra = {"TEMPORAL_NAMESPACE": settings.namespace}
+        if checkout is not None:
+            extra["PYTHONPATH"] = str(checkout)
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.worker_main", "--kind", kind, "--cache", str(cache)],
             cwd=checkout or REPO_ROOT,

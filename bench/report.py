@@ -329,6 +329,39 @@ def _file_tools(s: dict[str, Any]) -> list[str]:
     return [*out, *_table(head, rows)]
 
 
+def _request_latency(s: dict[str, Any]) -> list[str]:
+    out = [
+        "## Approval requests: decision to caller resumed",
+        "",
+        "From the decision being sent (as the CLI sends it) to the caller, resumed, having recorded the result of"
+        " the floor's activity. The callers ask through `request_approval` (an `ApprovalRequest` child) and, from a"
+        " second namespace, through the `approvals` Nexus endpoint; the floor waits on a signal, then runs the same"
+        " activity. One approval at a time, in turn.",
+        "",
+    ]
+    keys = ("p50_ms", "p90_ms", "p99_ms", "n")
+    labels = {"child": "child ApprovalRequest (request_approval)", "nexus": "Nexus call from a second namespace"}
+    rows = [[label, *(s[via][k] for k in keys)] for via, label in labels.items()]
+    rows.append(["floor: wait on a signal, run one activity", *(s["floor"][k] for k in keys)])
+    rows += [[f"**{via} / floor**", *(f"**{s[f'ratio_{via}'][k]}x**" for k in keys[:3]), ""] for via in labels]
+    rows += [
+        [f"of which: decision to the request's close ({via})", *(s[f"{via}_request_closed"][k] for k in keys)]
+        for via in labels
+    ]
+    rows += [
+        [
+            f"of which: decision to the result in the caller's history ({via})",
+            *(s[f"{via}_caller_heard"][k] for k in keys),
+        ]
+        for via in labels
+        if f"{via}_caller_heard" in s
+    ]
+    out += _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
+    blocks = {via: ", ".join(f"{r}x" for r in s[f"p50_ratio_{via}_per_block"]) for via in labels}
+    out.append(f"The p50 ratio in consecutive blocks of the run: child {blocks['child']}; Nexus {blocks['nexus']}.")
+    return [*out, ""]
+
+
 def render(results: dict[str, Any]) -> str:
     sc = results["scenarios"]
     lines = [
@@ -380,6 +413,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _deltas(sc["deltas"])
     if "file_tools" in sc:
         lines += _file_tools(sc["file_tools"])
+    if "request_latency" in sc:
+        lines += _request_latency(sc["request_latency"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

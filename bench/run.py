@@ -45,6 +45,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "edit": (100, 20),
     "deltas": (500, 100),
     "file_tools": (200, 30),
+    "request_latency": (100, 20),
 }
 
 SETTINGS = [
@@ -63,6 +64,9 @@ SETTINGS = [
     " ActivityTaskCompleted event time in history (same machine clock). Decisions go through one open"
     " ProjectionStore per projection, as a running UI holds it. Recovery: two new workers, 50 decisions in"
     " flight, once per backend.",
+    "Request latency: the callers (a workflow asking through request_approval, one in a second namespace of the"
+    " same dev server asking through the approvals Nexus endpoint) and the floor run the same activity after"
+    " the decision, in worker subprocesses of their own; one approval at a time, in turn.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
     "Payload store: the local driver (files under the run's directory, fsync and rename per write),"
     " PAYLOAD_STORE_THRESHOLD 64 KiB; latency_extstore sets it to 0 for ours, so every payload of ours is stored.",
@@ -99,6 +103,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "edit": ("sc_edit", {}),
     "file_tools": ("sc_file_tools", {}),
     "deltas": ("sc_deltas", {}),
+    "request_latency": ("sc_requests", {}),
 }
 
 

@@ -84,12 +84,12 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         ran |= ran_counts(settings)
     runs = (len(groups) + 1) * count
     bench.check(f"{label}: approved tools ran once each", runs, sum(1 for n in ran.values() if n == 1))
-    result = _compare(measured["ours"], floor)
+    result = compare(measured["ours"], floor)
     say(f"{label}: ours p50 {result['ours']['p50_ms']} ms, floor p50 {result['floor']['p50_ms']} ms")
     for name in groups:
         if name == "ours":
             continue
-        other = _compare(measured[name], floor)
+        other = compare(measured[name], floor)
         suffix = name.removeprefix("ours_")
         result[name], result[f"ratio_{suffix}"] = other["ours"], other["ratio"]
         result[f"p50_ratio_{suffix}_per_block"] = other["p50_ratio_per_block"]
@@ -112,7 +112,7 @@ async def sandbox_apart(settings: Settings, count: int) -> dict[str, Any]:
     return {**times, "launcher": sandbox_launcher(policy)}
 
 
-def _compare(ours: list[float], floor: list[float]) -> dict[str, Any]:
+def compare(ours: list[float], floor: list[float]) -> dict[str, Any]:
     ours_summary, floor_summary = summary_ms(ours), summary_ms(floor)
     blocks = block_ratios(ours, floor)
     return {

@@ -1,4 +1,5 @@
-"""A worker subprocess for the bench: ours (worker.build_worker) or the floor, with a chosen cache.
+"""A worker subprocess for the bench: ours (worker.build_worker), the floor, or the callers of an
+approval request (the floor's activity and bench/request_callers.py), with a chosen cache.
 
 Run as `python -m bench.worker_main --kind ours --cache 1000`; settings come from the contract's
 environment variables, like `python worker.py`. It prints "ready" once it polls.
@@ -13,6 +14,7 @@ import contextlib
 from temporalio.worker import Worker
 
 from bench.floor import FloorActivities, FloorWorkflow
+from bench.request_callers import RequestCaller
 from config.settings import Settings
 from payload_store.connection import connect
 from worker import HostWorker, build_worker
@@ -31,7 +33,7 @@ async def main(kind: str, cache: int) -> None:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[FloorWorkflow],
+            workflows=[FloorWorkflow] if kind == "floor" else [RequestCaller],
             activities=[floor.run_tool],
             max_cached_workflows=cache,
         )
@@ -42,7 +44,7 @@ async def main(kind: str, cache: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--kind", choices=["ours", "floor"], default="ours")
+    parser.add_argument("--kind", choices=["ours", "floor", "callers"], default="ours")
     parser.add_argument("--cache", type=int, default=1000)
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
