@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import shutil
 import sys
@@ -9,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import IndexedValueType
@@ -55,8 +58,22 @@ def payload_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="session")
 async def env(payload_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
-    async with await start_dev_server(payload_dir) as environment:
-        yield environment
+    environment = await start_dev_server(payload_dir)
+    yield environment
+    await stop_dev_server(environment)
+
+
+async def stop_dev_server(environment: WorkflowEnvironment, grace: float = 30.0) -> None:
+    """Shut the dev server down; on loaded cores the SDK's shutdown has been seen to wait forever
+    for it, so past the grace period the server process is killed (the leftover check then still
+    sees every process this run started gone)."""
+    try:
+        await asyncio.wait_for(environment.shutdown(), grace)
+    except TimeoutError:
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "start-dev" in " ".join(child.cmdline()):
+                    child.kill()
 
 
 async def start_dev_server(payload_dir: Path, attempts: int = 3) -> WorkflowEnvironment:
