@@ -56,6 +56,7 @@ async def list_approvals(
         page = await queries.approvals(store_of(request), status, conversation_id, page_size(limit), after)
     except BadCursor as err:
         raise Unprocessable(str(err)) from None
+    page.items = [queries.with_requester_link(settings_of(request), item) for item in page.items]
     return paged(request, response, page)
 
 
@@ -65,7 +66,7 @@ async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
     found = await store_of(request).approval(request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
-    return found
+    return queries.with_requester_link(settings_of(request), found)
 
 
 @router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))

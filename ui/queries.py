@@ -20,6 +20,15 @@ def temporal_url(settings: Settings, conversation_id: str) -> str:
     return f"{base}/namespaces/{quote(settings.namespace, safe='')}/workflows/{quote(conversation_id, safe='')}"
 
 
+def with_requester_link(settings: Settings, approval: dict) -> dict:
+    """A request another workflow asked for (an ApprovalRequest) links to that workflow in the
+    Temporal Web UI, beside its card."""
+    requester = (approval.get("tool") or {}).get("annotations", {}).get("requester") or {}
+    if approval.get("tool", {}).get("source") == "external" and requester.get("workflow_id"):
+        approval["requester_url"] = temporal_url(settings, requester["workflow_id"])
+    return approval
+
+
 async def conversations(
     store: ProjectionStore, settings: Settings, limit: int, after: str | None, status: str | None
 ) -> Page:

@@ -5,6 +5,7 @@ the caller as a typed result, once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -85,6 +86,8 @@ async def test_a_plain_workflow_asks_and_each_door_decides_once(
         assert card["tool"]["annotations"]["requester"]["workflow_id"] == approved.id
         assert card["tool"]["annotations"]["context"] == "the release needs its notes"
         assert card["tool"]["source"] == "external" and card["tool"]["origin"] == "release-pipeline"
+        shown = (await http.get(f"/api/approvals/{rid}")).json()
+        assert shown["requester_url"].endswith(f"/workflows/{approved.id}"), "a link to the asking workflow"
 
         done = await run_cli(settings, client, "approve", rid, "--as", "bob")
         assert done.returncode == 0, done.stderr
@@ -168,3 +171,49 @@ async def test_a_request_expires_and_one_whose_caller_is_canceled_is_canceled(
 
     assert approval_row(settings.approvals_db, expiring_id)["decision"] == "expired"
     assert not (out / "late.txt").exists() and not (out / "gone.txt").exists()
+
+
+TWO_PERSON = """
+ask = ["write_file"]
+
+[[approvers]]
+match = ["write_file(prod/**)"]
+approvers = ["group:sre"]
+required = 2
+"""
+
+
+async def test_a_two_person_rule_holds_and_two_doors_at_once_give_one_winner(
+    client: Client, settings: Settings, histories: HistoryRecorder, tmp_path: Path
+) -> None:
+    policy = tmp_path / "two.toml"
+    policy.write_text(TWO_PERSON)
+    settings = replace(settings, policy_file=str(policy))
+    out = tmp_path / "out"
+    (out / "prod").mkdir(parents=True)
+    for name in ("sam", "sid"):
+        await add_person(settings, name, ["sre"])
+    async with build_worker(client, settings), callers(client) as queue:
+        job = await start_job(client, queue, settings, out, path="prod/app.yaml", content="v3")
+        rid = histories.track(derived_request_id(job.id, "write"))
+        await wait_pending(settings.approvals_db, rid, 1)
+        first = await run_cli(settings, client, "approve", rid, "--as", "sam")
+        assert first.returncode == 0, first.stderr
+        twice = await run_cli(settings, client, "approve", rid, "--as", "sam")
+        assert twice.returncode == 3 and "sam already approved" in one_line(twice.stderr)
+        assert approval_row(settings.approvals_db, rid)["decision"] is None, "one approval of two: it waits"
+        # The second approver and a deny, at the same moment, from two processes.
+        approve, deny = await asyncio.gather(
+            run_cli(settings, client, "approve", rid, "--as", "sid"),
+            run_cli(settings, client, "deny", rid, "--reason", "hold the release", "--as", "sam"),
+        )
+        assert sorted([approve.returncode, deny.returncode]) == [0, 3], (approve.stderr, deny.stderr)
+        result = await outcome(job)
+
+    if approve.returncode == 0:
+        assert (result.approval.decision, result.approval.decided_by) == ("allow", "sam, sid")
+        assert (out / "prod" / "app.yaml").read_text() == "v3"
+    else:
+        assert (result.approval.decision, result.approval.reason) == ("deny", "hold the release")
+        assert not (out / "prod" / "app.yaml").exists()
+    assert approval_row(settings.approvals_db, rid)["decision"] == result.approval.decision

@@ -157,10 +157,32 @@ const HINT_WORDS = { readOnlyHint: "read-only", destructiveHint: "destructive", 
 
 // Where the tool comes from, the hints its server gave (shown, never trusted to loosen a rule),
 // and a warning when it changed since it was always-allowed.
-function toolOrigin(tool) {
+const SOURCE_WORDS = {
+  builtin: () => "Built-in tool",
+  python: (tool) => `Python tool from ${tool.origin}`,
+  mcp: (tool) => `MCP server ${tool.origin}`,
+  subagent: (tool) => `Subagent ${tool.origin}`,
+  external: (tool) => `Asked by ${tool.origin}`,
+};
+
+function toolOrigin(tool, requesterUrl) {
   const source = tool.source || "builtin";
-  const text = source === "builtin" ? "Built-in tool" : source === "python" ? `Python tool from ${tool.origin}` : `MCP server ${tool.origin}`;
-  const origin = el("p", "card-origin tool-source-" + source, text);
+  const origin = el("p", "card-origin tool-source-" + source, (SOURCE_WORDS[source] || SOURCE_WORDS.mcp)(tool));
+  if (source === "external") {
+    // Another workflow's request: its reason, in its own words, and a link to that workflow.
+    const card = tool.annotations || {};
+    if (card.title) origin.append(el("span", "", " · "), shownEl("span", "request-title", card.title));
+    if (card.context) origin.append(el("span", "", " · why: "), shownEl("span", "request-context", card.context));
+    if (requesterUrl) {
+      origin.append(el("span", "", " · "));
+      const link = shownEl("a", "requester-link", `workflow ${card.requester.workflow_id}`);
+      link.href = requesterUrl;
+      link.target = "_blank";
+      link.rel = "noopener";
+      origin.append(link);
+    }
+    return origin;
+  }
   const hints = Object.entries(tool.annotations || {}).filter(([key, value]) => value === true && HINT_WORDS[key]);
   if (hints.length) origin.append(el("span", "hints", " · server says: " + hints.map(([key]) => HINT_WORDS[key]).join(", ")));
   if (tool.changed) origin.append(el("strong", "tool-changed", " · changed since it was always allowed: asked again"));
@@ -185,7 +207,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
   head.append(el("span", "permission permission-" + approval.permission_type, approval.permission_type));
   head.append(el("span", "card-status", approval.status === "pending" ? "waiting" : approval.status));
   card.append(head);
-  card.append(toolOrigin(approval.tool || {}));
+  card.append(toolOrigin(approval.tool || {}, approval.requester_url));
   if (showConversation || approval.parent_id) {
     const where = el("p", "card-conversation", approval.parent_id ? "Subagent conversation " : "Conversation ");
     const link = shownEl("a", null, approval.conversation_id);
