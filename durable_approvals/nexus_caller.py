@@ -14,7 +14,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from durable_approvals.nexus_service import ApprovalsService, NexusApprovalRequest
-    from durable_approvals.types import ApprovalResult, Requester, derived_request_id
+    from durable_approvals.types import ApprovalResult, derived_request_id
+    from durable_approvals.workflow import caller_request
 
 
 def nexus_request_id(namespace: str, workflow_id: str, key: str) -> str:
@@ -40,17 +41,9 @@ async def request_approval_via_nexus(
 ) -> ApprovalResult:
     """Wait for the decision on one call, asked through the Nexus `endpoint`, and return it."""
     info = workflow.info()
+    asked = caller_request(tool, arguments, key, title, context, agent, timeout_seconds, rules, notify)
     request = NexusApprovalRequest(
-        request_id=request_id or nexus_request_id(info.namespace, info.workflow_id, key),
-        tool=tool,
-        arguments=arguments,
-        key=key,
-        title=title,
-        context=context,
-        requester=Requester(workflow_id=info.workflow_id, run_id=info.run_id, agent=agent),
-        timeout_seconds=timeout_seconds,
-        rules=rules,
-        notify=notify,
+        request_id=request_id or nexus_request_id(info.namespace, info.workflow_id, key), **asked.model_dump()
     )
     approvals = workflow.create_nexus_client(service=ApprovalsService, endpoint=endpoint)
     return await approvals.execute_operation(

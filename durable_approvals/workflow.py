@@ -27,6 +27,33 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
+def caller_request(
+    tool: str,
+    arguments: dict[str, Any],
+    key: str,
+    title: str | None,
+    context: str | None,
+    agent: str | None,
+    timeout_seconds: float | None,
+    rules: dict[str, Any] | None,
+    notify: list[str] | None,
+) -> ApprovalRequestInput:
+    """The request as the calling workflow asks it, with that workflow as its requester (the
+    child-workflow and the Nexus helpers send the same input)."""
+    info = workflow.info()
+    return ApprovalRequestInput(
+        tool=tool,
+        arguments=arguments,
+        key=key,
+        title=title,
+        context=context,
+        requester=Requester(workflow_id=info.workflow_id, run_id=info.run_id, agent=agent),
+        timeout_seconds=timeout_seconds,
+        rules=rules,
+        notify=notify,
+    )
+
+
 async def request_approval(
     tool: str,
     arguments: dict[str, Any],
@@ -44,17 +71,7 @@ async def request_approval(
     """Wait for the decision on one call and return it. `key` names the request within the
     calling workflow (its id is derived from both unless `request_id` is given)."""
     info = workflow.info()
-    request = ApprovalRequestInput(
-        tool=tool,
-        arguments=arguments,
-        key=key,
-        title=title,
-        context=context,
-        requester=Requester(workflow_id=info.workflow_id, run_id=info.run_id, agent=agent),
-        timeout_seconds=timeout_seconds,
-        rules=rules,
-        notify=notify,
-    )
+    request = caller_request(tool, arguments, key, title, context, agent, timeout_seconds, rules, notify)
     rid = request_id or derived_request_id(info.workflow_id, key)
     try:
         return await workflow.execute_child_workflow(
