@@ -76,6 +76,7 @@ class ApprovalBook:
             approved_by=tuple(record.approved_by),
             resolution=record.resolution,
             decided_by=record.decided_by,
+            editable=record.editable,
         )
 
     def refuse(self, decision: DecisionInput) -> Refusal | None:

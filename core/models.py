@@ -252,6 +252,7 @@ class ApprovalRecord(BaseModel):
     decided_groups: list[str] = Field(default_factory=list, description="the groups the deciders' doors verified")
     notify: NotifyPlan | None = Field(default=None, description="notifications and their timers; None: none")
     extensions: list[ApprovalExtension] = Field(default_factory=list, description="deadline extensions, in order")
+    editable: bool = Field(default=True, description="false where the caller cannot run edited arguments")
 
 
 class ConversationInput(BaseModel):

@@ -44,6 +44,7 @@ class RequestFacts:
     approved_by: tuple[str, ...] = ()
     resolution: str | None = None
     decided_by: str | None = None
+    editable: bool = True
 
 
 def unknown(request_id: str) -> Refusal:
@@ -107,6 +108,8 @@ def edit_refusal(facts: RequestFacts, decision: DecisionInput) -> Refusal | None
         if decision.arguments is None:
             return None
         return Refusal(ERROR_INVALID_EDIT, f"arguments go with an edit only, not with {decision.decision}")
+    if not facts.editable:
+        return not_editable(rid)
     if decision.arguments is None:
         return no_arguments(rid)
     if decision.arguments == facts.arguments:
@@ -114,6 +117,12 @@ def edit_refusal(facts: RequestFacts, decision: DecisionInput) -> Refusal | None
     if facts.required > 1:
         return one_person_only(rid, facts.required)
     return None
+
+
+def not_editable(request_id: str) -> Refusal:
+    return Refusal(
+        ERROR_INVALID_EDIT, f"{request_id} cannot be edited: its caller runs the call as asked or not at all"
+    )
 
 
 def no_arguments(request_id: str) -> Refusal:

@@ -37,11 +37,23 @@ async def request_approval_via_nexus(
     rules: dict[str, Any] | None = None,
     notify: list[str] | None = None,
     request_id: str | None = None,
+    editable: bool = True,
     schedule_to_close_timeout: timedelta | None = None,
 ) -> ApprovalResult:
     """Wait for the decision on one call, asked through the Nexus `endpoint`, and return it."""
     info = workflow.info()
-    asked = caller_request(tool, arguments, key, title, context, agent, timeout_seconds, rules, notify)
+    asked = caller_request(
+        tool,
+        arguments,
+        key,
+        agent,
+        title=title,
+        context=context,
+        timeout_seconds=timeout_seconds,
+        rules=rules,
+        notify=notify,
+        editable=editable,
+    )
     request = NexusApprovalRequest(
         request_id=request_id or nexus_request_id(info.namespace, info.workflow_id, key), **asked.model_dump()
     )

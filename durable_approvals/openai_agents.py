@@ -5,7 +5,8 @@ A function tool made with `needs_approval=True` pauses the agent's run: the run 
 service as its own `ApprovalRequest` (all of them at once), applies every decision to the run's
 state (approve, or reject with a message the model reads as the tool's output) and resumes the
 run, until it ends without one. The SDK cannot run a call with arguments other than the model's,
-so an edit is refused: the call is rejected and the model reads `EDIT_REFUSED`.
+so its requests are asked as not editable: every door refuses an edit before anything is
+recorded (a service older than that records it, and the model reads `EDIT_REFUSED`).
 
 Use it in a workflow run by a worker with `temporalio.openai_agents.OpenAIAgentsPlugin`.
 """
@@ -99,6 +100,7 @@ async def decide_interruptions(
                 timeout_seconds=options.timeout_seconds,
                 rules=options.rules,
                 notify=options.notify,
+                editable=False,  # the SDK runs a call with the arguments the model gave, or not at all
                 task_queue=options.task_queue,
             )
             for item, key in zip(items, keys, strict=True)

@@ -24,6 +24,7 @@ class Requester(BaseModel):
     workflow_id: str | None = None
     run_id: str | None = None
     agent: str | None = Field(default=None, description="the agent's or pipeline's name, as people know it")
+    namespace: str | None = Field(default=None, description="the requester's namespace; default: the service's")
 
 
 class ApprovalRequestInput(BaseModel):
@@ -40,6 +41,9 @@ class ApprovalRequestInput(BaseModel):
         default=None, description="rules of the policy file's shape that narrow the service's (never widen)"
     )
     notify: list[str] | None = Field(default=None, description="channel names to notify besides the rules' own")
+    editable: bool = Field(
+        default=True, description="false where the caller cannot run edited arguments: every door refuses an edit"
+    )
 
 
 class ApprovalResult(BaseModel):

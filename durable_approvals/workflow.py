@@ -28,30 +28,13 @@ with workflow.unsafe.imports_passed_through():
 
 
 def caller_request(
-    tool: str,
-    arguments: dict[str, Any],
-    key: str,
-    title: str | None,
-    context: str | None,
-    agent: str | None,
-    timeout_seconds: float | None,
-    rules: dict[str, Any] | None,
-    notify: list[str] | None,
+    tool: str, arguments: dict[str, Any], key: str, agent: str | None, **fields: Any
 ) -> ApprovalRequestInput:
-    """The request as the calling workflow asks it, with that workflow as its requester (the
-    child-workflow and the Nexus helpers send the same input)."""
+    """The request as the calling workflow asks it, with that workflow (and its namespace, for
+    the card's link) as its requester: the child-workflow and the Nexus helpers send the same input."""
     info = workflow.info()
-    return ApprovalRequestInput(
-        tool=tool,
-        arguments=arguments,
-        key=key,
-        title=title,
-        context=context,
-        requester=Requester(workflow_id=info.workflow_id, run_id=info.run_id, agent=agent),
-        timeout_seconds=timeout_seconds,
-        rules=rules,
-        notify=notify,
-    )
+    requester = Requester(workflow_id=info.workflow_id, run_id=info.run_id, agent=agent, namespace=info.namespace)
+    return ApprovalRequestInput(tool=tool, arguments=arguments, key=key, requester=requester, **fields)
 
 
 async def request_approval(
@@ -66,12 +49,25 @@ async def request_approval(
     rules: dict[str, Any] | None = None,
     notify: list[str] | None = None,
     request_id: str | None = None,
+    editable: bool = True,
     task_queue: str = DEFAULT_TASK_QUEUE,
 ) -> ApprovalResult:
     """Wait for the decision on one call and return it. `key` names the request within the
-    calling workflow (its id is derived from both unless `request_id` is given)."""
+    calling workflow (its id is derived from both unless `request_id` is given). `editable=False`
+    where the caller cannot run edited arguments: every door then refuses an edit up front."""
     info = workflow.info()
-    request = caller_request(tool, arguments, key, title, context, agent, timeout_seconds, rules, notify)
+    request = caller_request(
+        tool,
+        arguments,
+        key,
+        agent,
+        title=title,
+        context=context,
+        timeout_seconds=timeout_seconds,
+        rules=rules,
+        notify=notify,
+        editable=editable,
+    )
     rid = request_id or derived_request_id(info.workflow_id, key)
     try:
         return await workflow.execute_child_workflow(

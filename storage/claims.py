@@ -50,6 +50,7 @@ def facts_from_row(row: dict[str, Any]) -> RequestFacts:
         approved_by=tuple(row["approved_by"]),
         resolution=row["decision"],
         decided_by=row["decided_by"],
+        editable=row["editable"],
     )
 
 

@@ -146,6 +146,7 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
     item["required"] = details.get("required", 1)  # distinct approvals it needs
     item["not_by"] = details.get("not_by")  # the starter, where a rule forbids approving one's own calls
+    item["editable"] = details.get("editable", True)  # false: its caller cannot run edited arguments
     item["extensions"] = details.get("extensions", [])  # deadline extensions: by, at, seconds, expires_at, reason
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}

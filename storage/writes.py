@@ -79,6 +79,8 @@ def _details(record: ApprovalRecord) -> str:
         details["required"] = record.required
     if record.not_by is not None:
         details["not_by"] = record.not_by
+    if not record.editable:
+        details["editable"] = False
     if record.extensions:
         details["extensions"] = [extension.model_dump(mode="json") for extension in record.extensions]
     return json.dumps(details, sort_keys=True)

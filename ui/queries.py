@@ -15,9 +15,9 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 
 
-def temporal_url(settings: Settings, conversation_id: str) -> str:
-    base = settings.temporal_ui_url.rstrip("/")
-    return f"{base}/namespaces/{quote(settings.namespace, safe='')}/workflows/{quote(conversation_id, safe='')}"
+def temporal_url(settings: Settings, conversation_id: str, namespace: str | None = None) -> str:
+    base, namespace = settings.temporal_ui_url.rstrip("/"), namespace or settings.namespace
+    return f"{base}/namespaces/{quote(namespace, safe='')}/workflows/{quote(conversation_id, safe='')}"
 
 
 def with_requester_link(settings: Settings, approval: dict) -> dict:
@@ -25,7 +25,7 @@ def with_requester_link(settings: Settings, approval: dict) -> dict:
     Temporal Web UI, beside its card."""
     requester = (approval.get("tool") or {}).get("annotations", {}).get("requester") or {}
     if approval.get("tool", {}).get("source") == "external" and requester.get("workflow_id"):
-        approval["requester_url"] = temporal_url(settings, requester["workflow_id"])
+        approval["requester_url"] = temporal_url(settings, requester["workflow_id"], requester.get("namespace"))
     return approval
 
 

@@ -123,6 +123,7 @@ class ApprovalRequestWorkflow:
             required=required_for(rules, tool, request.arguments),
             not_by=not_by_for(rules, tool, request.arguments, None),
             notify=_with_channels(plan_for(rules, tool, request.arguments, approvers), request.notify),
+            editable=request.editable,
         )
         self._book.open(record)
         self._book.edits = EditDesk(rules, None, lambda name: tool if name == tool.name else None, lambda: True)

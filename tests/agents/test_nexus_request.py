@@ -25,6 +25,7 @@ from tests.caller_workflows import JobOutcome, write_release_file
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, rows, wait_pending
 from tests.processes import run_cli
+from ui.queries import with_requester_link
 from worker import build_worker
 
 
@@ -67,6 +68,8 @@ async def test_a_pipeline_in_another_namespace_asks_through_nexus_and_gets_the_s
         [card] = [r for r in json.loads(listed.stdout) if r["request_id"] == rid]
         assert card["tool"]["annotations"]["requester"]["workflow_id"] == approved.id
         assert card["tool"]["annotations"]["context"] == "the release needs its notes"
+        link = with_requester_link(settings, card)["requester_url"]
+        assert link.endswith(f"/namespaces/{caller.namespace}/workflows/{approved.id}"), "the caller's namespace"
 
         done = await run_cli(settings, client, "approve", rid, "--as", "bob")
         assert done.returncode == 0, done.stderr

@@ -1,6 +1,7 @@
 """An OpenAI Agents SDK agent on Temporal asks for a write through the adapter: the request
 shows in the read model and `pending` with its requester; an approval runs the tool once, a
-denial's reason reaches the model as the tool's output, an edit is refused with its message;
+denial's reason reaches the model as the tool's output, an edit is refused by every door before
+anything is recorded (the SDK cannot run edited arguments);
 calls of one reply wait side by side and are decided one by one; an undecided request expires,
 and one of a canceled agent is canceled."""
 
@@ -14,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Replayer
 
 from config.settings import Settings
+from core.models import UPDATE_DECIDE, DecisionInput
 from demo_model.server import text_reply, tool_reply
 from durable_approvals import derived_request_id
-from durable_approvals.openai_agents import EDIT_REFUSED
 from examples.openai_agents_approval import agent_worker, agents_plugin
 from examples.openai_agents_writer import AGENT_NAME, NotesWriterAgent, WriterOutcome, WriterTask
 from tests.conftest import HistoryRecorder
@@ -119,11 +120,21 @@ async def test_an_openai_agent_waits_for_a_person_and_each_decision_lands(
         edited, edited_id = await ask(caller, queue, settings, "write draft to plan.txt as call-e1")
         histories.track(edited_id)
         await wait_pending(settings.approvals_db, edited_id, 1)
+        # The SDK cannot run edited arguments: every door refuses the edit up front, nothing is
+        # recorded, and the request still waits for an approve or a deny.
         done = await run_cli(settings, client, "edit", edited_id, "--set", "content=final", "--as", "bob")
+        assert done.returncode == 3, done.stderr
+        assert f"{edited_id} cannot be edited" in done.stderr
+        raw_edit = DecisionInput(request_id=edited_id, decision="edit", arguments={"path": "plan.txt", "content": "x"})
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await client.get_workflow_handle(edited_id).execute_update(UPDATE_DECIDE, raw_edit)
+        assert "cannot be edited" in str(refused.value.cause)
+        assert approval_row(settings.approvals_db, edited_id)["decision"] is None
+        done = await run_cli(settings, client, "deny", edited_id, "--reason", "keep the draft", "--as", "bob")
         assert done.returncode == 0, done.stderr
         outcome = WriterOutcome.model_validate(await edited.result())
-        assert outcome.decisions[0].decision == "edit"
-        assert tool_outputs_seen(model, "call-e1") == [EDIT_REFUSED]
+        assert outcome.decisions[0].decision == "deny"
+        assert tool_outputs_seen(model, "call-e1") == ["denied by bob: keep the draft"]
         for agent in (approved, denied, edited):
             await replays(caller, agent, model)
 

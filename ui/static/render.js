@@ -280,7 +280,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     actions.append(button);
   }
   card.append(reasonLabel, reason, actions);
-  if (editor && approval.required <= 1) {
+  if (editor && approval.required <= 1 && approval.editable !== false) {
     card.append(editor(approval, allowed, (args, sent) => onDecide(approval, "edit", reason.value, sent, { arguments: args })));
   }
   return card;
