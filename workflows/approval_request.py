@@ -16,6 +16,8 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
@@ -97,7 +99,7 @@ class ApprovalRequestWorkflow:
             # The caller was cancelled or ended: the request ends with it, and says so in the inbox.
             self._book.cancel_all(workflow.now())
             record.reason = "the requesting workflow was canceled"
-            await ResolutionMirror(self._book, self._status, lambda: True).mirror(record)
+            await self._mirror(record)
             raise
         return self._from_record(record)
 
@@ -150,7 +152,12 @@ class ApprovalRequestWorkflow:
             changed=lambda what: calls.project_approval_changed(record, what),
             outbox=self._outbox,
         ).wait()
-        await ResolutionMirror(book, status, lambda: True).mirror(record)
+        await self._mirror(record)
+
+    async def _mirror(self, record: ApprovalRecord) -> None:
+        """The resolution into the read model, the request's last step before the caller hears."""
+        locally = workflow.patched(patches.REQUEST_RESOLUTION_LOCAL)
+        await ResolutionMirror(self._book, self._status, lambda: True).mirror(record, locally)
 
     def _from_record(self, record: ApprovalRecord) -> ApprovalResult:
         resolution = record.resolution or "canceled"

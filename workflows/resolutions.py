@@ -39,12 +39,16 @@ class ResolutionMirror:
         )
         return ApprovalResolvedProjection(approval=record, conversation=self._status.snapshot(after, pending, [event]))
 
-    async def mirror(self, record: ApprovalRecord) -> None:
-        """The request is resolved: write it, unless the approved tool carries it."""
+    async def mirror(self, record: ApprovalRecord, locally: bool = False) -> None:
+        """The request is resolved: write it, unless the approved tool carries it (`locally`: as a
+        local activity, where nothing else waits for the workflow's next task)."""
         if record.request_id in self._carried:
             return
         self._written.add(record.request_id)
-        await calls.project(self.payload(record))
+        if locally:
+            await calls.project_resolution_locally(self.payload(record))
+        else:
+            await calls.project(self.payload(record))
 
     def carry(self, record: ApprovalRecord | None, tool_waits: bool) -> ApprovalResolvedProjection | None:
         """The resolution for the approved tool's activity to write, or None (written already or
