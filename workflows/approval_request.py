@@ -21,25 +21,15 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from core import deadlines
     from core.approvals import ApprovalBook
     from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
     from core.edits import EditDesk
     from core.ids import InvalidConversationId, check_conversation_id
     from core.models import (
-        ERROR_INVALID_DECISION,
         QUERY_GET_STATE,
-        SIGNAL_APPROVAL_DECISION,
-        SIGNAL_EXTEND_APPROVAL,
-        UPDATE_DECIDE,
-        UPDATE_EXTEND,
         ApprovalRecord,
         ApprovalRequestedProjection,
         ConversationState,
-        DecisionInput,
-        DecisionResult,
-        ExtensionInput,
-        ExtensionResult,
         NotifyPlan,
         PolicyRules,
         ToolDef,
@@ -52,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_specs import TOOL_SPECS
     from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult
     from workflows import activity_calls as calls
-    from workflows.handler_payloads import DECIDE_SHAPE, EXTEND_SHAPE, one_payload
+    from workflows.decision_handlers import DecisionHandlers
     from workflows.notify_outbox import NotificationOutbox
     from workflows.reminders import RequestTimers
     from workflows.resolutions import ResolutionMirror
@@ -62,7 +52,7 @@ ERROR_INVALID_REQUEST = "InvalidApprovalRequest"
 
 
 @workflow.defn(name=APPROVAL_REQUEST_WORKFLOW)
-class ApprovalRequestWorkflow:
+class ApprovalRequestWorkflow(DecisionHandlers):
     @workflow.init
     def __init__(self, request: ApprovalRequestInput) -> None:
         self._request = request
@@ -198,58 +188,6 @@ class ApprovalRequestWorkflow:
             auto_approve=False,
             resolutions=self._book.resolutions(),
         )
-
-    @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
-    def approval_decision(self, *args: Any) -> None:
-        decision = one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
-        if decision is None:
-            return
-        refusal = self._book.refuse(decision)
-        if refusal is not None:
-            workflow.logger.warning("decision ignored: %s", refusal.message)
-            return
-        self._book.apply(decision, workflow.now())
-
-    @workflow.update(name=UPDATE_DECIDE)
-    def decide(self, *args: Any) -> DecisionResult:
-        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
-        if decision is None:
-            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        resolution = self._book.apply(decision, workflow.now())
-        approved_by = list(self._book.record(decision.request_id).approved_by)
-        return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
-
-    @decide.validator
-    def _validate_decide(self, *args: Any) -> None:
-        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
-        if decision is None:
-            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refuse(decision)
-        if refusal is not None:
-            raise ApplicationError(refusal.message, type=refusal.error_type, non_retryable=True)
-
-    @workflow.signal(name=SIGNAL_EXTEND_APPROVAL)
-    def extend_approval(self, *args: Any) -> None:
-        extension = one_payload(SIGNAL_EXTEND_APPROVAL, args, ExtensionInput)
-        if extension is not None and deadlines.extension_refusal(self._book, extension) is None:
-            deadlines.extend(self._book, extension, workflow.now())
-
-    @workflow.update(name=UPDATE_EXTEND)
-    def extend(self, *args: Any) -> ExtensionResult:
-        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
-        if extension is None:
-            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        expires_at = deadlines.extend(self._book, extension, workflow.now())
-        return ExtensionResult(request_id=extension.request_id, expires_at=expires_at)
-
-    @extend.validator
-    def _validate_extend(self, *args: Any) -> None:
-        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
-        if extension is None:
-            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = deadlines.extension_refusal(self._book, extension)
-        if refusal is not None:
-            raise ApplicationError(refusal.message, type=refusal.error_type, non_retryable=True)
 
 
 def _tool_def(request: ApprovalRequestInput) -> ToolDef:

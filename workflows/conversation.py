@@ -19,19 +19,14 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
 
-    from core import deadlines
     from core.approvals import ApprovalBook
     from core.models import (
         ERROR_INVALID_DECISION,
         ERROR_TOOL_RUNNING,
         QUERY_GET_STATE,
-        SIGNAL_APPROVAL_DECISION,
         SIGNAL_CLOSE,
-        SIGNAL_EXTEND_APPROVAL,
         SIGNAL_SET_AUTO_APPROVE,
         SIGNAL_SUBMIT_MESSAGE,
-        UPDATE_DECIDE,
-        UPDATE_EXTEND,
         UPDATE_MOVE,
         WORKFLOW_TYPE,
         AutoApproveInput,
@@ -39,10 +34,6 @@ with workflow.unsafe.imports_passed_through():
         CloseInput,
         ConversationInput,
         ConversationState,
-        DecisionInput,
-        DecisionResult,
-        ExtensionInput,
-        ExtensionResult,
         LlmReply,
         MessageInput,
         MoveInput,
@@ -51,8 +42,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows import activity_calls as calls
     from workflows.context import ContextKeeper
+    from workflows.decision_handlers import DecisionHandlers
     from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
-    from workflows.handler_payloads import DECIDE_SHAPE, EXTEND_SHAPE, one_payload
+    from workflows.handler_payloads import one_payload
     from workflows.notify_outbox import NotificationOutbox
     from workflows.status import StatusKeeper
     from workflows.stoppable import unless_closed
@@ -71,7 +63,7 @@ SYSTEM_PROMPT = (
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class ConversationWorkflow:
+class ConversationWorkflow(DecisionHandlers):
     @workflow.init
     def __init__(self, start: ConversationInput) -> None:
         self._start = start
@@ -273,63 +265,6 @@ class ConversationWorkflow:
             workflow.logger.warning("message ignored: conversation %s is closed", self._id)
             return
         self._inbox.append(message.text)
-
-    @workflow.signal(name=SIGNAL_APPROVAL_DECISION)
-    def approval_decision(self, *args: Any) -> None:
-        decision = one_payload(SIGNAL_APPROVAL_DECISION, args, DecisionInput)
-        if decision is None:
-            return
-        refusal = self._book.refuse(decision)
-        if refusal is not None:
-            # A bad signal must never fail the workflow task: log it and change nothing.
-            workflow.logger.warning("decision ignored: %s", refusal[1])
-            return
-        self._book.apply(decision, workflow.now())
-
-    @workflow.update(name=UPDATE_DECIDE)
-    def decide(self, *args: Any) -> DecisionResult:
-        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
-        if decision is None:  # the validator refused it already; replay skips validators
-            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        resolution = self._book.apply(decision, workflow.now())
-        approved_by = list(self._book.record(decision.request_id).approved_by)
-        return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
-
-    @decide.validator
-    def _validate_decide(self, *args: Any) -> None:
-        decision = one_payload(UPDATE_DECIDE, args, DecisionInput)
-        if decision is None:
-            raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = self._book.refuse(decision)
-        if refusal is not None:
-            error_type, message = refusal
-            raise ApplicationError(message, type=error_type, non_retryable=True)
-
-    @workflow.signal(name=SIGNAL_EXTEND_APPROVAL)
-    def extend_approval(self, *args: Any) -> None:
-        extension = one_payload(SIGNAL_EXTEND_APPROVAL, args, ExtensionInput)
-        refusal = None if extension is None else deadlines.extension_refusal(self._book, extension)
-        if extension is None or refusal is not None:
-            workflow.logger.warning("extension ignored: %s", refusal)
-            return
-        deadlines.extend(self._book, extension, workflow.now())
-
-    @workflow.update(name=UPDATE_EXTEND)
-    def extend(self, *args: Any) -> ExtensionResult:
-        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
-        if extension is None:
-            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        expires_at = deadlines.extend(self._book, extension, workflow.now())
-        return ExtensionResult(request_id=extension.request_id, expires_at=expires_at)
-
-    @extend.validator
-    def _validate_extend(self, *args: Any) -> None:
-        extension = one_payload(UPDATE_EXTEND, args, ExtensionInput)
-        if extension is None:
-            raise ApplicationError(EXTEND_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
-        refusal = deadlines.extension_refusal(self._book, extension)
-        if refusal is not None:
-            raise ApplicationError(refusal[1], type=refusal[0], non_retryable=True)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
     async def set_auto_approve(self, *args: Any) -> None:
