@@ -22,15 +22,17 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-# Tests run in parallel processes (pytest-xdist), each with its own Temporal dev server.
+# Tests run in parallel processes (pytest-xdist), each with its own Temporal dev server; a process
+# takes a whole module at a time (its module fixtures start once), the longest first (tests/run_order.py).
 PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP) lint
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
+	$(BIN)/pytest $(PYTEST_PARALLEL) --durations=15
 
 # The full sizes of the repeated-scale proofs (marker `scale`); `make test` runs them smaller.
 test-scale: $(STAMP)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) -m scale --durations=15
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m scale --durations=15
 
 # A conversation against a real model server; the build is kept in the virtualenv (and pip's cache).
 test-real-model: $(STAMP)

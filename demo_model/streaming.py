@@ -14,9 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 PIECE_CHARS = 4  # about one token
+# A long text (a reply quoting big tool results) goes out in at most this many pieces, bigger
+# ones: parsing one chunk costs the client far more than its characters, and 80,000 chunks of a
+# 320 KB quote would cost it seconds of CPU where a reply of that size streams in one.
+MAX_PIECES = 1_000
 
 
 def pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    size = max(size, -(-len(text) // MAX_PIECES))
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 

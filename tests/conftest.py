@@ -25,6 +25,7 @@ from demo_model.server import ScriptedModelServer
 from payload_store import data_converter
 from tests.leftovers import check_session_end, mark_this_run
 from tests.postgres import PostgresServer, database_for
+from tests.run_order import longest_first
 from tests.scripts import ScriptedModel
 from worker import WORKFLOWS
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
@@ -34,6 +35,11 @@ mark_this_run()  # at import, before any fixture starts a process: every process
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     check_session_end(session)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own grouping by fixtures
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    longest_first(items)
 
 
 HISTORY_DIR = Path("build/histories")
