@@ -14,7 +14,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from config.settings import Settings
 from storage.store import ProjectionStore
-from ui import approval_routes, conversation_routes, events, pages, slack, team_routes
+from ui import agui_routes, approval_routes, conversation_routes, events, pages, slack, team_routes
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -31,6 +31,7 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     events.router,
     pages.router,
     slack.router,
+    agui_routes.router,
 )
 
 

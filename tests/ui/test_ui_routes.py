@@ -38,6 +38,7 @@ SERVED = {
     ("GET", "/api/audit"): "ui.team_routes",
     ("GET", "/api/events"): "ui.events",
     ("POST", "/slack/actions"): "ui.slack",
+    ("POST", "/ag-ui"): "ui.agui_routes",
     ("GET", "/api/openapi.json"): "fastapi.applications",
     ("HEAD", "/api/openapi.json"): "fastapi.applications",
 }
