@@ -129,3 +129,40 @@ async def test_the_capability_is_declared_only_where_the_inbox_can_answer(settin
         await sources.close()
     names = {tool.name for tool in catalog.tools}
     assert "mcp__everything__echo" in names and f"mcp__everything__{ASK}" not in names
+
+
+async def test_a_question_card_shows_the_servers_words_as_text(inbox: Inbox, settings: Settings) -> None:
+    """The message, titles, descriptions and choices are the server's: shown, never run as markup."""
+    evil = '<img src=x onerror="window.pwned=1">'
+    schema = {
+        "type": "object",
+        "properties": {
+            "pick": {"type": "string", "title": f"pick {evil}", "description": evil, "enum": ["a"], "enumNames": [evil]}
+        },
+    }
+    question = {
+        "question_id": "elicit-evil",
+        "conversation_id": "conv-evil",
+        "request_id": "perm_conv-evil_c1",
+        "server": f"srv{evil}",
+        "tool_name": "mcp__srv__ask",
+        "tool": {},
+        "arguments": {},
+        "message": f"hello {evil}",
+        "schema": schema,
+        "asked_at": "2026-01-01T00:00:00+00:00",
+        "expires_at": "2999-01-01T00:00:00+00:00",
+    }
+    store = ProjectionStore(settings.approvals_db)
+    try:
+        await elicitations.ask(store, question)
+    finally:
+        await store.close()
+    page = await inbox.open()
+    card = page.locator('#question-cards [data-question-id="elicit-evil"]')
+    await expect(card.locator(".question-message")).to_have_text(f"hello {evil}")
+    await expect(card.locator(".question-help")).to_have_text(evil)
+    await expect(card.locator("option[value=a]")).to_have_text(evil)
+    assert await card.locator("img").count() == 0
+    assert await page.evaluate("window.pwned") is None
+    assert inbox.problems == []
