@@ -177,3 +177,38 @@ async def test_a_client_killed_mid_run_finds_the_same_interrupt_on_the_next_run(
     (note,) = notes(agui_settings)
     assert note.read_text() == NOTE
     assert len(model.reply_requests) == 2
+
+
+async def test_every_waiting_request_is_an_interrupt_and_a_resume_must_answer_them_all(
+    ui: ServedApp, script: Path, agui_settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if last_role(messages) == "user":
+            return tool_reply(
+                ("c_a", "write_file", {"path": "notes.txt", "content": "first draft\n"}),
+                ("c_b", "write_file", {"path": "other.txt", "content": "not wanted\n"}),
+            )
+        return text_reply("done")
+
+    model.behaviour = behave
+    thread = histories.track(f"agui-two-{uuid.uuid4().hex[:8]}")
+    first = await run_client(script, ui.url, TOKEN, thread, messages=[user("u1", "write two notes")])
+    by_call = {i["toolCallId"]: i["id"] for i in first.interrupts}
+    assert len(by_call) == 2, first.interrupts
+
+    partial = await run_client(script, ui.url, TOKEN, thread, messages=[], resume=[allow(by_call["c_a"])])
+    assert partial.error["code"] == "MissingResume" and by_call["c_b"] in partial.error["message"]
+    assert approval_row(agui_settings.approvals_db, by_call["c_a"])["decision"] is None, "nothing decided"
+
+    edit = {
+        "interruptId": by_call["c_a"],
+        "status": "resolved",
+        "payload": {"decision": "edit", "arguments": {"path": "notes.txt", "content": NOTE}},
+    }
+    cancelled = {"interruptId": by_call["c_b"], "status": "cancelled"}
+    done = await run_client(script, ui.url, TOKEN, thread, messages=[], resume=[edit, cancelled])
+    assert done.finished["outcome"]["type"] == "success", done.events
+    (note,) = notes(agui_settings)
+    assert note.read_text() == NOTE, "the edited arguments ran"
+    assert not [p for p in agui_settings.workspace_dir.rglob("other.txt") if p.is_file()], "cancelled: not run"
+    assert approval_row(agui_settings.approvals_db, by_call["c_b"])["decision"] == "deny"
