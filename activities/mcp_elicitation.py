@@ -71,7 +71,12 @@ class ElicitationDesk:
             "expires_at": (now + timedelta(seconds=timeout_seconds)).isoformat(),
         }
         await elicitations.ask(self._store, question)
-        answer = await self._wait(question_id, timeout_seconds)
+        try:
+            answer = await self._wait(question_id, timeout_seconds)
+        except BaseException:
+            # The call ended first (canceled, its conversation closed): the card must not wait on.
+            await asyncio.shield(elicitations.answer(self._store, question, "cancel", None, "call ended"))
+            raise
         if answer is None:
             answer = await elicitations.answer(self._store, question, "decline", None, "timeout")
         if answer["action"] == "accept":

@@ -11,6 +11,7 @@ back (a call still waiting then declines at its timeout).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from core.models import ProjectionEvent
@@ -80,7 +81,8 @@ async def question(store: ProjectionStore, question_id: str) -> dict[str, Any] |
 
 
 async def open_questions(store: ProjectionStore, limit: int = 200) -> list[dict[str, Any]]:
-    """Questions with no answer yet, oldest first."""
+    """Questions with no answer yet and not past their deadline, oldest first (one whose worker
+    died before it could record the decline is past its deadline, and no longer shown)."""
 
     async def operation(tx: Tx) -> list[dict[str, Any]]:
         rows = await tx.fetchall(
@@ -93,4 +95,6 @@ async def open_questions(store: ProjectionStore, limit: int = 200) -> list[dict[
         )
         return [dict(json.loads(r["payload_json"])) for r in rows]
 
-    return await store.backend.run(operation, write=False)
+    now = datetime.now(UTC)
+    found = await store.backend.run(operation, write=False)
+    return [q for q in found if datetime.fromisoformat(q["expires_at"]) > now]
