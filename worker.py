@@ -20,6 +20,7 @@ from activities.approved_effects import ApprovedEffectActivities
 from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
+from activities.mcp_elicitation import ElicitationDesk
 from activities.notify import NotifyActivities
 from activities.projection import ProjectionActivities
 from activities.request_results import approval_request_result
@@ -95,7 +96,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         deltas=projection,
     )
     sandbox = settings.sandbox_policy()
-    sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox)
+    # MCP servers' questions (elicitation) go to the inbox through this read model.
+    sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox, ElicitationDesk(projection))
     tools = ToolActivities(
         settings.workspace_dir,
         ledger,

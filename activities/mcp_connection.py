@@ -26,6 +26,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from activities.heartbeat import heartbeating
 from activities.mcp_definitions import result_text, tool_definition
+from activities.mcp_elicitation import Asker, ElicitationDesk, timeout_for
 from activities.mcp_launch import stdio_parameters
 from activities.mcp_stderr import StderrTail
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
@@ -75,8 +76,17 @@ def _session(pid: int) -> int | None:
 
 
 class McpConnection:
-    def __init__(self, name: str, config: McpServerConfig, workspace: Path, sandbox: SandboxPolicy) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: McpServerConfig,
+        workspace: Path,
+        sandbox: SandboxPolicy,
+        desk: ElicitationDesk | None = None,
+    ) -> None:
         self.name = name
+        self._desk = desk if config.elicitation else None
+        self._askers: list[Asker] = []  # the calls in flight that a question could belong to
         self.config = config
         self.workspace = workspace
         self._sandbox = sandbox
@@ -119,7 +129,17 @@ class McpConnection:
             assert self.config.url is not None
             http = create_mcp_http_client(headers=dict(self.config.headers))
             transport = streamable_http_client(self.config.url, http_client=http)
-        return Client(transport, cache=None, read_timeout_seconds=self.config.timeout_seconds)
+        # Elicitation is declared to the server only with a desk: only then can a person answer.
+        answering = self._elicit if self._desk is not None else None
+        return Client(
+            transport, cache=None, read_timeout_seconds=self.config.timeout_seconds, elicitation_callback=answering
+        )
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        assert self._desk is not None
+        asker = self._askers[0] if len(self._askers) == 1 else None
+        wait = timeout_for(self.config.timeout_seconds, self.config.elicitation_timeout_seconds)
+        return await self._desk.ask(asker, params, wait)
 
     async def _own(self, ready: asyncio.Future[Client]) -> None:
         try:
@@ -208,9 +228,12 @@ class McpConnection:
             await self.reset()
             raise
 
-    async def call(self, tool: ToolDef, arguments: dict[str, Any], beat: Callable[[], None]) -> ToolResult:
-        """One tools/call; a broken connection is dropped and the error raised, so Temporal retries."""
-        async with self.held():
+    async def call(
+        self, tool: ToolDef, arguments: dict[str, Any], beat: Callable[[], None], asker: Asker | None = None
+    ) -> ToolResult:
+        """One tools/call; a broken connection is dropped and the error raised, so Temporal retries.
+        asker: who a question the server asks during the call is shown as coming from."""
+        async with self.held(), self._asking(asker):
             self._calls += 1
             try:
                 client = await self.client()
@@ -228,6 +251,16 @@ class McpConnection:
             self._calls -= 1
             await self._end_strays(before, tool)
         return result_text(result)
+
+    @contextlib.asynccontextmanager
+    async def _asking(self, asker: Asker | None) -> AsyncIterator[None]:
+        if asker is not None:
+            self._askers.append(asker)
+        try:
+            yield
+        finally:
+            if asker is not None:
+                self._askers.remove(asker)
 
     async def _end_strays(self, before: set[tuple[int, float]], tool: ToolDef) -> None:
         """Processes the call started and left running: the server is restarted, and they end."""

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from activities.mcp_connection import McpConnection, reason
 from activities.mcp_definitions import mcp_tool_name, result_text, tool_definition
+from activities.mcp_elicitation import ElicitationDesk
 from activities.sandbox import SandboxPolicy
 from activities.workspaces import holds_workspaces, workspace_for
 from config.tools_section import McpServerConfig
@@ -53,6 +54,7 @@ class McpServers:
         *,
         idle_seconds: float = IDLE_SECONDS,
         max_running: int = MAX_RUNNING,
+        desk: ElicitationDesk | None = None,
     ) -> None:
         for name, config in configs.items():
             fixed = config.cwd if config.command is not None else None
@@ -64,6 +66,7 @@ class McpServers:
                 )
         self.configs = dict(configs)
         self._root = workspace_root
+        self._desk = desk  # set in a worker: servers' questions go to the inbox
         self._sandbox = SandboxPolicy() if sandbox is None else sandbox
         self.idle_seconds = idle_seconds
         self._max_running = max_running
@@ -82,7 +85,9 @@ class McpServers:
         key = self._key(name, workspace)
         found = self._instances.get(key)
         if found is None:
-            found = McpConnection(name, self.configs[name], workspace_for(self._root, key[1]), self._sandbox)
+            found = McpConnection(
+                name, self.configs[name], workspace_for(self._root, key[1]), self._sandbox, self._desk
+            )
             self._instances[key] = found
             self._make_room(key)
         self._instances.move_to_end(key)

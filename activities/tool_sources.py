@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from activities.mcp_elicitation import ElicitationDesk
 from activities.mcp_servers import McpServers
 from activities.python_tools import load_python_tools, python_tool_definition
 from activities.sandbox import SandboxPolicy
@@ -17,10 +18,17 @@ from workflows.delegation import DELEGATE_TOOL
 
 
 class ToolSources:
-    def __init__(self, config: ToolsConfig, workspace_dir: Path, sandbox: SandboxPolicy | None = None) -> None:
+    def __init__(
+        self,
+        config: ToolsConfig,
+        workspace_dir: Path,
+        sandbox: SandboxPolicy | None = None,
+        desk: ElicitationDesk | None = None,
+    ) -> None:
+        """desk: where MCP servers' questions go (a worker's read model); None: they cannot ask."""
         # Imported once, when the worker starts: a module that cannot load stops the worker at once.
         self.python = load_python_tools(config.python_tools)
-        self.mcp = McpServers(config.mcp_servers, workspace_dir, sandbox)
+        self.mcp = McpServers(config.mcp_servers, workspace_dir, sandbox, desk=desk)
 
     async def catalog(self, workspace: str | None = None) -> ToolCatalog:
         """Every tool; MCP servers are asked as the instance for this workspace key would be."""

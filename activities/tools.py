@@ -11,6 +11,7 @@ from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.ledger import Ledger, unknown_outcome_result
+from activities.mcp_elicitation import Asker
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_sources import ToolSources
@@ -84,7 +85,10 @@ class ToolActivities:
                 if tool.at_most_once:  # shown as a built-in that could not start is
                     await self._projection.mark_execution(request.request_id, "failed")
                 return ToolResult(content=f"Error: not run: {err}", is_error=True)
-            return await self._once(request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat))
+            asker = Asker(request.conversation_id, request.request_id, tool, request.arguments)
+            return await self._once(
+                request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat, asker)
+            )
 
     async def _write_resolution(self, request: ToolRequest) -> None:
         """An approved call carries its approval's resolution: mirrored before anything else, so

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, paged, refused
 from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
+from cli.questions import print_questions
 from cli.temporal import Session, rpc
 from core.models import DecisionInput
 
@@ -36,6 +37,7 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     if not rows:
         print("No approval is waiting.")
+        await print_questions(store)
         return EXIT_OK
     print(
         table(
@@ -68,6 +70,7 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
         "Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT"
         " | edit REQUEST --set NAME=VALUE"
     )
+    await print_questions(store)
     return EXIT_OK
 
 

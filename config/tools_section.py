@@ -36,6 +36,10 @@ class McpServerConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=120.0, gt=0, description="longest one call may take")
     list_timeout_seconds: float = Field(default=15.0, gt=0, description="longest listing its tools may take")
+    elicitation: bool = Field(default=True, description="let it ask people mid-call (elicitation) through the inbox")
+    elicitation_timeout_seconds: float | None = Field(
+        default=None, gt=0, description="how long a question waits before it is declined (default: 3/4 of timeout)"
+    )
     rule_arguments: dict[str, str] = Field(
         default_factory=dict, description="tool -> the argument rules glob over (default: its first required string)"
     )
@@ -44,6 +48,8 @@ class McpServerConfig(BaseModel):
     def _one_transport(self) -> McpServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of command (stdio) or url (streamable HTTP)")
+        if self.elicitation_timeout_seconds is not None and self.elicitation_timeout_seconds >= self.timeout_seconds:
+            raise ValueError("elicitation_timeout_seconds must be shorter than timeout_seconds (the call waits for it)")
         return self
 
     @property

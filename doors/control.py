@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -59,25 +59,50 @@ async def start_conversation(
     """Start one; an id outside the alphabet of core/ids.py raises InvalidConversationId.
     started_by: the principal the door verified (self-approval rules refuse them their own calls)."""
     conversation_id = check_conversation_id(conversation_id or new_conversation_id())
-    start = ConversationInput(
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        _start_input(settings, conversation_id, started_by, [message]),
+        id=conversation_id,
+        task_queue=settings.task_queue,
+        search_attributes=_START_ATTRIBUTES,
+    )
+    return conversation_id
+
+
+async def send_or_start(
+    client: Client, settings: Settings, conversation_id: str, message: str, started_by: str | None = None
+) -> None:
+    """Signal-with-start: the message goes to the running conversation of that id, or starts it.
+    An ended conversation is not started again (WorkflowAlreadyStartedError): its id stays its own."""
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        _start_input(settings, check_conversation_id(conversation_id), started_by, []),
+        id=conversation_id,
+        task_queue=settings.task_queue,
+        search_attributes=_START_ATTRIBUTES,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        start_signal=SIGNAL_SUBMIT_MESSAGE,
+        start_signal_args=[MessageInput(text=message)],
+    )
+
+
+_START_ATTRIBUTES = TypedSearchAttributes(
+    [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(PENDING_APPROVALS_KEY, 0)]
+)
+
+
+def _start_input(
+    settings: Settings, conversation_id: str, started_by: str | None, inbox: list[str]
+) -> ConversationInput:
+    return ConversationInput(
         conversation_id=conversation_id,
         started_by=started_by,
         policy=settings.load_policy(),
         delegation=settings.load_delegation(),
         approval_timeout_seconds=settings.approval_timeout,
-        inbox=[message],
+        inbox=inbox,
         context_budget_tokens=settings.context_budget_tokens,
     )
-    await client.start_workflow(
-        WORKFLOW_TYPE,
-        start,
-        id=conversation_id,
-        task_queue=settings.task_queue,
-        search_attributes=TypedSearchAttributes(
-            [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(PENDING_APPROVALS_KEY, 0)]
-        ),
-    )
-    return conversation_id
 
 
 async def send_message(client: Client, conversation_id: str, text: str) -> None:

@@ -14,7 +14,16 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from config.settings import Settings
 from storage.store import ProjectionStore
-from ui import approval_routes, conversation_routes, events, pages, slack, team_routes
+from ui import (
+    agui_routes,
+    approval_routes,
+    conversation_routes,
+    elicitation_routes,
+    events,
+    pages,
+    slack,
+    team_routes,
+)
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -27,10 +36,12 @@ log = logging.getLogger(__name__)
 FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     conversation_routes.router,
     approval_routes.router,
+    elicitation_routes.router,
     team_routes.router,
     events.router,
     pages.router,
     slack.router,
+    agui_routes.router,
 )
 
 

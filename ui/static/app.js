@@ -9,6 +9,7 @@ import { applyDelta, reattach, resetStream } from "./stream.js";
 import { editControls } from "./edit.js";
 import { extendControls } from "./extend.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
+import { questionCard } from "./questions.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -108,6 +109,34 @@ async function decide(approval, decision, reason, buttons, extra = {}) {
   refreshSoon(approval.conversation_id);
 }
 
+// MCP servers' questions; a card being filled in stays as it is while its question waits.
+async function loadQuestions() {
+  const result = await api("/api/elicitations");
+  if (!result.ok) return;
+  const container = $("question-cards");
+  const key = result.body.map((q) => q.question_id).join("|");
+  $("questions").hidden = result.body.length === 0;
+  if (container.dataset.key === key) return;
+  container.dataset.key = key;
+  container.replaceChildren(...result.body.map((q) => questionCard(q, answerQuestion)));
+}
+
+async function answerQuestion(question, action, content, buttons) {
+  buttons.forEach((b) => (b.disabled = true));
+  const body = { action };
+  if (content) body.content = content;
+  const name = deciderName();
+  if (name) body.name = name;
+  const result = await api(`/api/elicitations/${encodeURIComponent(question.question_id)}/answer`, { json: body });
+  if (result.ok) {
+    toast(`${action === "accept" ? "answered" : action + "d"}: ${question.server}`);
+  } else {
+    toast(errorMessage(result), true);
+    buttons.forEach((b) => (b.disabled = false));
+  }
+  refreshSoon(question.conversation_id);
+}
+
 function renderConversations(conversations, more) {
   const list = $("conversation-list");
   const tree = inTreeOrder(conversations);
@@ -187,6 +216,7 @@ async function refreshLists() {
   ]);
   if (conversations) renderConversations(conversations.rows, conversations.more);
   if (pending) renderInbox(pending.rows, pending.more);
+  loadQuestions();
   if ($("audit").open) loadAudit();
 }
 
