@@ -145,7 +145,7 @@ async def test_a_server_killed_mid_call_runs_the_call_at_most_once(
         await decide(client, settings, pending["request_id"], "allow")
         await holds(lambda: server.calls() == ["start slow"])
         server.kill()
-        HttpMcpServer(server.state_dir, port=server.port).start()
+        server.start()  # the same port and state; the fixture stops this process too
         state = await wait_status(client, cid, "idle", timeout=90)
 
     assert server.calls() == ["start slow"], "the call was not sent again"
