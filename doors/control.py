@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,6 +41,7 @@ from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
+log = logging.getLogger(__name__)
 QUERY_TIMEOUT = timedelta(seconds=5)
 ERROR_CONVERSATION_CLOSED = "ConversationClosed"
 ERROR_UNDELIVERED = "Undelivered"
@@ -113,6 +115,22 @@ async def send_decision(
             return await send_decision(client, settings, decision, store)
         finally:
             await store.close()
+    try:
+        return await _claim_and_send(client, decision, store)
+    except DecisionRefused as refused:
+        await _count(store, refused, decision)
+        raise
+
+
+async def _count(store: ProjectionStore, refused: DecisionRefused, decision: DecisionInput) -> None:
+    """Refusals feed the metrics; a count that cannot be written never hides the refusal itself."""
+    try:
+        await store.count_refusal(refused.error_type, decision.door)
+    except Exception:
+        log.warning("could not count the refusal of %s", decision.request_id, exc_info=True)
+
+
+async def _claim_and_send(client: Client, decision: DecisionInput, store: ProjectionStore) -> str:
     if decision.decision == "edit":
         from doors.edit_control import send_edit
 

@@ -22,7 +22,7 @@ from core.models import (
     DecisionInput,
     ProjectionEvent,
 )
-from storage import audit, claims, reader, sessions, stream_events, users, writes
+from storage import audit, claims, figures, reader, sessions, stream_events, users, writes
 from storage.backend import Backend, Tx, open_backend
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
@@ -104,6 +104,10 @@ class ProjectionStore:
     async def release_claim(self, request_id: str) -> None:
         await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
 
+    async def count_refusal(self, reason: str, door: str | None) -> None:
+        """A decision a door refused (unknown, already decided, stale...), counted for the metrics."""
+        await self.backend.run(lambda tx: figures.count_refusal(tx, reason, door))
+
     # Login sessions of the UI, shared by every UI process.
     async def open_session(self, session_hash: str, expires_at: datetime, replaces: str | None = None) -> None:
         await self.backend.run(lambda tx: sessions.open_session(tx, session_hash, expires_at, replaces))
@@ -137,6 +141,10 @@ class ProjectionStore:
         return await self.backend.run(lambda tx: users.session_person(tx, session_hash), write=False)
 
     # Reads.
+    async def approval_figures(self) -> figures.Figures:
+        """What the metrics count, from the rows (every door's decisions)."""
+        return await self.backend.run(figures.projection_figures, write=False)
+
     async def audit(self, since: str | None = None) -> list[dict[str, Any]]:
         """Every request and its decision's facts since an ISO time, oldest first."""
         return await self.backend.run(lambda tx: audit.list_audit(tx, since), write=False)

@@ -14,7 +14,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from config.settings import Settings
 from storage.store import ProjectionStore
-from ui import approval_routes, conversation_routes, events, pages, slack, team_routes
+from ui import approval_routes, conversation_routes, events, metrics_routes, pages, slack, team_routes
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -31,6 +31,7 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     events.router,
     pages.router,
     slack.router,
+    metrics_routes.router,
 )
 
 
@@ -39,9 +40,9 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     store = ProjectionStore(settings.approvals_db)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(running: FastAPI) -> AsyncIterator[None]:
         yield
-        await store.close()
+        await close_stores(running)
 
     # The OpenAPI schema (no docs pages: they would need inline script) describes the API for clients and fuzzers.
     app = FastAPI(
@@ -63,6 +64,14 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit)
     return app
+
+
+async def close_stores(app: FastAPI) -> None:
+    """The projection store, and the ledger the metrics opened (if a scrape came)."""
+    await app.state.store.close()
+    ledger = getattr(app.state, "metrics_ledger", None)
+    if ledger is not None:
+        await ledger.close()
 
 
 def uvicorn_config(settings: Settings, app: FastAPI | None = None, **options: Any) -> uvicorn.Config:
