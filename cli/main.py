@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "edit": ("cli.edit", "edit"),
     "extend": ("cli.deadlines", "extend"),
     "audit": ("cli.audit", "audit"),
+    "rules": ("cli.rules", "rules"),
     "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),

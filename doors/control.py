@@ -116,10 +116,22 @@ async def send_decision(
         finally:
             await store.close()
     try:
-        return await _claim_and_send(client, decision, store)
+        conversation_id = await _claim_and_send(client, decision, store)
     except DecisionRefused as refused:
         await _count(store, refused, decision)
         raise
+    if decision.decision in ("allow", "always_allow") and decision.decided_by:
+        await _note_rapid(store, settings, decision.decided_by)
+    return conversation_id
+
+
+async def _note_rapid(store: ProjectionStore, settings: Settings, person: str) -> None:
+    """A run of approvals too fast to have been read is recorded (the page shows it); a notice that
+    cannot be written never fails the decision, which has been sent."""
+    try:
+        await store.note_rapid_run(person, settings.rapid_approval_count, settings.rapid_approval_seconds)
+    except Exception:
+        log.warning("could not check %s's approvals for a rapid run", person, exc_info=True)
 
 
 async def _count(store: ProjectionStore, refused: DecisionRefused, decision: DecisionInput) -> None:

@@ -22,7 +22,7 @@ from core.models import (
     DecisionInput,
     ProjectionEvent,
 )
-from storage import audit, claims, figures, reader, sessions, stream_events, users, writes
+from storage import audit, claims, fatigue_notices, figures, reader, sessions, stream_events, users, writes
 from storage.backend import Backend, Tx, open_backend
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
@@ -103,6 +103,13 @@ class ProjectionStore:
 
     async def release_claim(self, request_id: str) -> None:
         await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
+
+    async def note_rapid_run(self, person: str, count: int, seconds: float) -> dict[str, Any] | None:
+        """After an approval: a notice if this person approves faster than anyone reads (recorded once)."""
+        return await self.backend.run(lambda tx: fatigue_notices.note_rapid_run(tx, person, count, seconds))
+
+    async def fatigue_notices(self, since: str | None = None, person: str | None = None) -> list[dict[str, Any]]:
+        return await self.backend.run(lambda tx: fatigue_notices.list_notices(tx, since, person), write=False)
 
     async def count_refusal(self, reason: str, door: str | None) -> None:
         """A decision a door refused (unknown, already decided, stale...), counted for the metrics."""

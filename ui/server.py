@@ -14,7 +14,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from config.settings import Settings
 from storage.store import ProjectionStore
-from ui import approval_routes, conversation_routes, events, metrics_routes, pages, slack, team_routes
+from ui import analytics_routes, approval_routes, conversation_routes, events, metrics_routes, pages, slack, team_routes
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -32,6 +32,7 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     pages.router,
     slack.router,
     metrics_routes.router,
+    analytics_routes.router,
 )
 
 
