@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "extend": ("cli.deadlines", "extend"),
     "audit": ("cli.audit", "audit"),
     "rules": ("cli.rules", "rules"),
+    "stats": ("cli.stats", "stats"),
     "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),

@@ -132,6 +132,10 @@ def build_parser() -> OneLineParser:
     audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
     audit.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
+    stats = verbs.add_parser("stats", help="how approvals go: time to decision, approval rate, who decides")
+    stats.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
+    stats.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     rules = verbs.add_parser("rules", help="permission rules learnt from the audit (shown, never applied)")
     rule_actions = rules.add_subparsers(dest="action", metavar="ACTION", required=True)
     suggest = rule_actions.add_parser("suggest", help="allow rules for calls people approve every time, quickly")

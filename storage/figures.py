@@ -92,3 +92,15 @@ async def count_refusal(tx: Tx, reason: str, door: str | None) -> None:
         " ON CONFLICT (reason, door) DO UPDATE SET refused = ui_decision_refusals.refused + 1",
         (reason, door or NO_DOOR),
     )
+
+
+async def escalated_requests(tx: Tx) -> set[str]:
+    """The requests an escalation was delivered for (the ledger's `REQUEST:CHANNEL:escalation` keys)."""
+    found = set()
+    for row in await tx.fetchall(
+        "SELECT request_id FROM tool_executions WHERE substr(tool_name, 1, 7) = 'notify:' AND state = 'finished'"
+    ):
+        parts = str(row["request_id"]).rsplit(":", 2)
+        if len(parts) == 3 and parts[2].startswith("escalation"):
+            found.add(parts[0])
+    return found

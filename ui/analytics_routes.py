@@ -1,18 +1,45 @@
-"""What the audit says about how approvals go: rule suggestions for calls approved every time
+"""What the audit says about how approvals go: the figures (`/api/stats`, and the `/analytics`
+page behind the inbox's login) and rule suggestions for calls approved every time
 (`/api/rules/suggest`, shown only, never applied)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from core.fatigue import FatigueLimits, suggest_rules
+from core.stats import approval_stats
 from storage.audit import parse_since
+from storage.figures import escalated_requests
+from ui.analytics_page import analytics_html
 from ui.errors import Unprocessable
-from ui.route_support import api_router, store_of
+from ui.route_support import api_router, ledger_of, store_of
+from ui.security import authenticated
 
 router = api_router()
+page_router = APIRouter(include_in_schema=False)  # the page: a login redirect rather than a 401
+
+
+async def figures(request: Request, since: str | None) -> dict[str, Any]:
+    escalated = await ledger_of(request).run(escalated_requests, write=False)
+    return approval_stats(await store_of(request).audit(since_of(since)), escalated)
+
+
+@router.get("/stats")
+async def stats(request: Request, since: str | None = None) -> dict[str, Any]:
+    """Time to decision per day (median, p90), per tool (approval rate, expired, escalated), decisions
+    per person and door, and the slowest tools; `since`: 30m, 12h, 7d or an ISO time."""
+    return await figures(request, since)
+
+
+@page_router.get("/analytics", response_model=None)
+async def analytics(request: Request, since: str | None = None) -> Response:
+    if not await authenticated(request):
+        return RedirectResponse("/login", status_code=303)
+    page = analytics_html(await figures(request, since), since)
+    return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
 
 def since_of(since: str | None) -> str | None:

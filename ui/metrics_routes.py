@@ -8,7 +8,6 @@ endpoint, and a restarted UI loses nothing. Guarded like the API (`Authorization
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -18,9 +17,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from core.models import ERROR_STALE_APPROVAL
-from storage.backend import Backend, open_backend
 from storage.figures import Figures, NotificationFigures, ledger_figures
-from ui.route_support import settings_of, store_of
+from ui.route_support import ledger_of, store_of
 from ui.security import require_token
 
 # Seconds: a glance, a read, a coffee, a meeting, a day, the default seven-day timeout.
@@ -105,18 +103,10 @@ class ApprovalsCollector(Collector):
         yield escalations
 
 
-def _ledger(request: Request) -> Backend:
-    """The ledger, opened once per app on the first scrape."""
-    state: Any = request.app.state
-    if getattr(state, "metrics_ledger", None) is None:
-        state.metrics_ledger = open_backend(settings_of(request).ledger_db, "ledger")
-    return state.metrics_ledger  # type: ignore[no-any-return]
-
-
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
     figures = await store_of(request).approval_figures()
-    notifications = await _ledger(request).run(ledger_figures, write=False)
+    notifications = await ledger_of(request).run(ledger_figures, write=False)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ApprovalsCollector(figures, notifications))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -33,6 +33,7 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     slack.router,
     metrics_routes.router,
     analytics_routes.router,
+    analytics_routes.page_router,
 )
 
 
