@@ -29,6 +29,7 @@ from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
 from config.settings import Settings
+from config.telemetry import setup_tracing, shutdown_tracing
 from maintenance.failure_watch import FailureWatch
 from payload_store.connection import connect
 from storage.store import ProjectionStore
@@ -163,6 +164,7 @@ def metrics_options(settings: Settings) -> dict[str, Any]:
 async def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
+    setup_tracing("approvals-worker")  # OTEL_* set: traces over OTLP (config/telemetry.py)
     client = await connect(settings, **metrics_options(settings))
     worker = build_worker(client, settings)
     logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
@@ -178,5 +180,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    finally:
+        shutdown_tracing()

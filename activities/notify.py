@@ -27,6 +27,7 @@ from activities.channel_kinds.base import Channel, Sent, card_url
 from activities.ledger import Ledger
 from activities.worker_metrics import NOTIFICATION_FAILURES, NOTIFICATIONS_SENT
 from config.notify_section import ChannelConfig, NotifyConfig
+from config.telemetry import span
 from core.models import ApprovalRecord, NotificationInput, ToolResult
 from workflows.activity_calls import ERROR_NOTIFICATION_REJECTED, NOTIFY_APPROVAL
 
@@ -57,8 +58,10 @@ class NotifyActivities:
         if claim.verdict == "unknown" and not kind.repeats_safely:
             return f"{key}: an earlier attempt may have delivered it; {kind.name} messages are not repeated"
         await self._ledger.start(key, attempt)
+        attributes = {"approval.request_id": notification.request_id, "notify.channel": notification.channel}
         try:
-            delivered = await self._deliver(kind, channel, notification, key)
+            with span("approval.notify", {**attributes, "notify.kind": notification.kind}):
+                delivered = await self._deliver(kind, channel, notification, key)
         except Exception:
             NOTIFICATION_FAILURES.labels(notification.channel).inc()
             raise

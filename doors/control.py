@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from config.settings import Settings
+from config.telemetry import span, tracing_active
 from core.ids import check_conversation_id
 from core.models import (
     ERROR_UNKNOWN_APPROVAL,
@@ -115,8 +116,12 @@ async def send_decision(
             return await send_decision(client, settings, decision, store)
         finally:
             await store.close()
+    row = await store.approval(decision.request_id) if tracing_active() else None
+    parent: str | None = row.get("trace_parent") if row is not None else None
     try:
-        conversation_id = await _claim_and_send(client, decision, store)
+        # The decision's span joins the request's trace; Temporal's signal span is its child.
+        with span("approval.decide", _decision_attributes(decision), parent):
+            conversation_id = await _claim_and_send(client, decision, store)
     except DecisionRefused as refused:
         await _count(store, refused, decision)
         raise
@@ -132,6 +137,16 @@ async def _note_rapid(store: ProjectionStore, settings: Settings, person: str) -
         await store.note_rapid_run(person, settings.rapid_approval_count, settings.rapid_approval_seconds)
     except Exception:
         log.warning("could not check %s's approvals for a rapid run", person, exc_info=True)
+
+
+def _decision_attributes(decision: DecisionInput) -> dict[str, str | None]:
+    """Who decided what, through which door: never the arguments, the reason or a token."""
+    return {
+        "approval.request_id": decision.request_id,
+        "approval.decision": decision.decision,
+        "approval.door": decision.door or "signal",
+        "approval.decided_by": decision.decided_by,
+    }
 
 
 async def _count(store: ProjectionStore, refused: DecisionRefused, decision: DecisionInput) -> None:

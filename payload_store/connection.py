@@ -8,6 +8,7 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 
 from config.settings import Settings
+from config.telemetry import temporal_interceptors
 from payload_store import data_converter
 
 
@@ -19,4 +20,5 @@ async def connect(settings: Settings | None = None, **options_of_ours: Any) -> C
     options["target_host"] = settings.temporal_address
     options["namespace"] = settings.namespace
     options.update(options_of_ours)
+    options.setdefault("interceptors", temporal_interceptors())  # tracing, when OTEL_* configure it
     return await Client.connect(**options, data_converter=data_converter(settings))

@@ -137,8 +137,9 @@ def _projection_v8(dialect: Dialect) -> list[str]:
 
 
 def _projection_v9(dialect: Dialect) -> list[str]:
-    """Decisions a door refused (a count per reason and door, for the metrics), and the notices of
-    people who approved many requests in a row faster than they could read them."""
+    """Decisions a door refused (a count per reason and door, for the metrics), the notices of
+    people who approved many requests in a row faster than they could read them, and the trace
+    each request belongs to."""
     event_id = (
         "notice_id INTEGER PRIMARY KEY AUTOINCREMENT"
         if dialect == "sqlite"
@@ -151,6 +152,8 @@ def _projection_v9(dialect: Dialect) -> list[str]:
         f"""CREATE TABLE IF NOT EXISTS ui_fatigue_notices (
             {event_id}, principal TEXT NOT NULL, approvals INTEGER NOT NULL,
             within_seconds REAL NOT NULL, noticed_at TEXT NOT NULL)""",
+        # The W3C traceparent of the request's trace, so a decision's span joins it.
+        _add_column("ui_pending_approvals", "trace_parent", "TEXT"),
     ]
 
 

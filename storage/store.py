@@ -53,6 +53,9 @@ class ProjectionStore:
     async def project_approval_requested(self, payload: ApprovalRequestedProjection) -> bool:
         return await self.backend.run(lambda tx: writes.write_approval_requested(tx, payload))
 
+    async def keep_trace(self, request_id: str, traceparent: str) -> None:
+        await self.backend.run(lambda tx: writes.keep_trace(tx, request_id, traceparent))
+
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
         if self._on_resolved is not None:
