@@ -284,7 +284,8 @@ def _edit(s: dict[str, Any]) -> list[str]:
 def _observability(s: dict[str, Any]) -> list[str]:
     how = (
         "Alternating, same run: a worker with OpenTelemetry tracing (OTLP/HTTP to a receiver in the bench"
-        " process) and WORKER_METRICS_PORT (scraped every second), and one with both off."
+        " process) and WORKER_METRICS_PORT (scraped every 15 s, as deploy/prometheus/prometheus.yml does), and"
+        " one with both off. Decisions are sent by the bench process, untraced for both."
         f" {s['spans_received']} spans received, {s['scrapes']} scrapes."
     )
     out = ["## Approval latency with tracing and metrics on", "", how, ""]

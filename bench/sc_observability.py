@@ -3,8 +3,9 @@
 Two workers of ours on two task queues: one plain, one with OTEL_EXPORTER_OTLP_ENDPOINT (spans of
 the TracingInterceptor and ours, exported over OTLP/HTTP to a receiver in the bench process that
 decodes every export) and WORKER_METRICS_PORT (its /metrics, with the Temporal SDK's runtime
-metrics, scraped every second during the run). One approval at a time, alternating; latency is from
-the decision sent to the approved tool's result in history (ActivityTaskCompleted).
+metrics, scraped every SCRAPE_SECONDS during the run, as deploy/prometheus/prometheus.yml does).
+One approval at a time, alternating; latency is from the decision sent to the approved tool's
+result in history (ActivityTaskCompleted).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from tests.observability.otlp_receiver import OtlpReceiver
 from tests.processes import free_port
 from workflows.activity_calls import EXECUTE_TOOL
 
+SCRAPE_SECONDS = 15.0  # Prometheus' usual interval, and the compose configuration's
+
 
 async def _scrape(port: int, scrapes: list[int]) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
@@ -31,7 +34,7 @@ async def _scrape(port: int, scrapes: list[int]) -> None:
             with contextlib.suppress(httpx.HTTPError):
                 if (await http.get(f"http://127.0.0.1:{port}/metrics")).status_code == 200:
                     scrapes.append(1)
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(SCRAPE_SECONDS)
 
 
 async def run(bench: Bench, count: int) -> dict[str, Any]:

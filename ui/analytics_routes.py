@@ -45,7 +45,7 @@ async def analytics(request: Request, since: str | None = None) -> Response:
 def since_of(since: str | None) -> str | None:
     try:
         return parse_since(since) if since else None
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:
         raise Unprocessable(f"since: {err}") from None
 
 
