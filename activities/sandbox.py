@@ -29,7 +29,6 @@ from pathlib import Path
 
 from activities.sandbox_identity import give_workspace, not_root_problem, setpriv_options, worker_is_root
 from activities.sandbox_unshare import unshare_argv
-from activities.worker_metrics import SANDBOX_FAILURES, SANDBOX_STARTS
 from config.sandbox_section import SandboxPolicy
 
 LAUNCHERS = ("bwrap", "unshare")
@@ -260,16 +259,8 @@ def sandboxed_launch(
     """What to exec for `argv` in `workspace` under `policy`. Raises SandboxUnavailable, never
     returns an unsandboxed launch unless the policy itself turned the sandbox off, never one that
     runs the command as the host's root."""
-    try:
-        launch = _launch(argv, Path(workspace).resolve(), policy, os.environ if environ is None else environ)
-    except SandboxUnavailable:
-        SANDBOX_FAILURES.inc()
-        raise
-    SANDBOX_STARTS.labels(launch.launcher or "none").inc()
-    return launch
-
-
-def _launch(argv: Sequence[str], workspace: Path, policy: SandboxPolicy, environ: Mapping[str, str]) -> Launch:
+    environ = os.environ if environ is None else environ
+    workspace = Path(workspace).resolve()
     if not policy.enabled:
         return Launch(list(argv), scrubbed_env(policy, environ, str(workspace)), workspace, None)
     name, binary, mode = _choose(policy, environ)

@@ -13,13 +13,16 @@ from __future__ import annotations
 import logging
 import socket
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, start_http_server
 from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+
+from activities.sandbox import Launch, SandboxPolicy, SandboxUnavailable, sandboxed_launch
 
 log = logging.getLogger(__name__)
 REGISTRY = CollectorRegistry()
@@ -43,6 +46,19 @@ NOTIFICATIONS_SENT = Counter(
 NOTIFICATION_FAILURES = Counter(
     "approvals_notification_failures", "Notification attempts that failed", ["channel"], registry=REGISTRY
 )
+
+
+def counted_launch(
+    argv: Sequence[str], workspace: Path, policy: SandboxPolicy, environ: Mapping[str, str] | None = None
+) -> Launch:
+    """sandboxed_launch, counted: a start by its launcher, or a failure (SandboxUnavailable)."""
+    try:
+        launch = sandboxed_launch(argv, workspace, policy, environ)
+    except SandboxUnavailable:
+        SANDBOX_FAILURES.inc()
+        raise
+    SANDBOX_STARTS.labels(launch.launcher or "none").inc()
+    return launch
 
 
 class TemporalRuntimeMetrics(Collector):
