@@ -67,19 +67,23 @@ class NotificationFigures:
     escalations: Counter[str] = field(default_factory=Counter)  # channel -> escalations delivered
 
 
-async def ledger_figures(tx: Tx) -> NotificationFigures:
-    """Deliveries the ledger recorded: a notification's key is `REQUEST:CHANNEL:KIND[-N]`."""
-    figures = NotificationFigures()
+async def _deliveries(tx: Tx) -> list[tuple[str, str, str]]:
+    """(request, channel, kind) of every notification the ledger recorded as delivered: a
+    notification's key is `REQUEST:CHANNEL:KIND[-N]`; the updates of posted messages are left out."""
+    found = []
     for row in await tx.fetchall(
         "SELECT request_id, tool_name FROM tool_executions WHERE substr(tool_name, 1, 7) = 'notify:'"
         " AND state = 'finished'"
     ):
-        if str(row["tool_name"]).endswith(UPDATE_SUFFIX):
-            continue  # a message updated once decided, not a notification
         parts = str(row["request_id"]).rsplit(":", 2)
-        if len(parts) != 3:
-            continue
-        _, channel, kind = parts
+        if len(parts) == 3 and not str(row["tool_name"]).endswith(UPDATE_SUFFIX):
+            found.append((parts[0], parts[1], parts[2]))
+    return found
+
+
+async def ledger_figures(tx: Tx) -> NotificationFigures:
+    figures = NotificationFigures()
+    for _, channel, kind in await _deliveries(tx):
         figures.delivered[channel] += 1
         if kind.startswith("escalation"):
             figures.escalations[channel] += 1
@@ -95,12 +99,5 @@ async def count_refusal(tx: Tx, reason: str, door: str | None) -> None:
 
 
 async def escalated_requests(tx: Tx) -> set[str]:
-    """The requests an escalation was delivered for (the ledger's `REQUEST:CHANNEL:escalation` keys)."""
-    found = set()
-    for row in await tx.fetchall(
-        "SELECT request_id FROM tool_executions WHERE substr(tool_name, 1, 7) = 'notify:' AND state = 'finished'"
-    ):
-        parts = str(row["request_id"]).rsplit(":", 2)
-        if len(parts) == 3 and parts[2].startswith("escalation"):
-            found.add(parts[0])
-    return found
+    """The requests an escalation was delivered for."""
+    return {request for request, _, kind in await _deliveries(tx) if kind.startswith("escalation")}
