@@ -92,6 +92,19 @@ def analytics_html(figures: dict[str, Any], since: str | None) -> str:
             _table("table-slowest", "Median seconds to a decision", ["Tool", "Median (s)", "p90 (s)"], slowest),
         ),
     ]
+    suggested = [
+        [item["rule"], item["covers"], _seconds(item["median_seconds"]), item["not_covered"]]
+        for item in figures.get("suggestions", [])
+    ]
+    sections.append(
+        '<section class="stats-section"><h2>Rules you could add</h2>'
+        "<p>Calls approved every time, quickly (at least 20, none denied or edited, median under 5 s)."
+        " Nothing is applied: copy a rule into POLICY_FILE's <code>allow</code> list to stop asking.</p>"
+        + _table(
+            "table-suggestions", "Suggested allow rules", ["Rule", "Covers", "Median (s)", "Still asked"], suggested
+        )
+        + "</section>"
+    )
     period = f"since {since}" if since else "all time"
     query = html.escape(f"?since={quote(since)}") if since else ""
     return f"""<!doctype html>

@@ -22,9 +22,14 @@ router = api_router()
 page_router = APIRouter(include_in_schema=False)  # the page: a login redirect rather than a 401
 
 
-async def figures(request: Request, since: str | None) -> dict[str, Any]:
+async def figures(request: Request, since: str | None, suggestions: bool = False) -> dict[str, Any]:
+    """The stats; with suggestions, the page's rule suggestions too (default limits), from one read."""
     escalated = await ledger_of(request).run(escalated_requests, write=False)
-    return approval_stats(await store_of(request).audit(since_of(since)), escalated)
+    rows = await store_of(request).audit(since_of(since))
+    found = approval_stats(rows, escalated)
+    if suggestions:
+        found["suggestions"] = [suggestion.as_dict() for suggestion in suggest_rules(rows)]
+    return found
 
 
 @router.get("/stats")
@@ -38,7 +43,7 @@ async def stats(request: Request, since: str | None = None) -> dict[str, Any]:
 async def analytics(request: Request, since: str | None = None) -> Response:
     if not await authenticated(request):
         return RedirectResponse("/login", status_code=303)
-    page = analytics_html(await figures(request, since), since)
+    page = analytics_html(await figures(request, since, suggestions=True), since)
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
 

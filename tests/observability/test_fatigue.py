@@ -68,6 +68,8 @@ async def test_twenty_five_approved_notes_writes_suggest_exactly_notes_glob(
     assert found["median_seconds"] == 2.0
     async with api_client(audit_settings, None) as http:
         assert (await http.get("/api/rules/suggest")).json() == [found]
+        page = (await http.get("/analytics")).text
+    assert "<td>write_file(notes/**)</td><td>25</td>" in page  # the page shows it to copy
     assert await cli("rules", "suggest") == 0
     shown = capsys.readouterr().out
     assert "write_file(notes/**)" in shown and "Nothing was changed" in shown
