@@ -30,6 +30,7 @@ from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
 from config.settings import Settings
+from config.telemetry import setup_tracing, shutdown_tracing
 from maintenance.failure_watch import FailureWatch
 from payload_store.connection import connect
 from storage.store import ProjectionStore
@@ -146,10 +147,27 @@ def _caller_activities(effects: ApprovedEffectActivities) -> list[Any]:
     return [effects.approved_effect_begin, effects.approved_effect_finish, approval_request_result]
 
 
+def metrics_options(settings: Settings) -> dict[str, Any]:
+    """With WORKER_METRICS_PORT set: this process's /metrics there, the Temporal SDK's runtime
+    metrics included (a runtime of our own exports them on a loopback port that /metrics reads)."""
+    if settings.worker_metrics_port is None:
+        return {}
+    from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+    from activities import worker_metrics
+
+    sdk_address = worker_metrics.loopback_address()
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=sdk_address)))
+    worker_metrics.serve(settings.worker_metrics_port, sdk_address)
+    logging.info("worker metrics on :%d/metrics", settings.worker_metrics_port)
+    return {"runtime": runtime}
+
+
 async def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
-    client = await connect(settings)
+    setup_tracing("approvals-worker")  # OTEL_* set: traces over OTLP (config/telemetry.py)
+    client = await connect(settings, **metrics_options(settings))
     worker = build_worker(client, settings)
     logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
     logging.info(
@@ -164,5 +182,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    finally:
+        shutdown_tracing()

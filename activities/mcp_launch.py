@@ -21,7 +21,8 @@ from mcp import StdioServerParameters
 
 from activities.git_guard import git_environment, guard_dir
 from activities.mcp_launchers import launcher_needs
-from activities.sandbox import SYSTEM_PATHS, SandboxPolicy, sandboxed_launch
+from activities.sandbox import SYSTEM_PATHS, SandboxPolicy
+from activities.worker_metrics import counted_launch
 from config.tools_section import McpServerConfig
 
 
@@ -44,7 +45,7 @@ def stdio_parameters(config: McpServerConfig, workspace: Path, sandbox: SandboxP
         env=(*sandbox.env, *env),
         readonly=(*sandbox.readonly, *_narrow(visible), *(Path(p).expanduser() for p in config.readonly)),
     )
-    launch = sandboxed_launch([program, *args], cwd, policy, {**os.environ, **env})
+    launch = counted_launch([program, *args], cwd, policy, {**os.environ, **env})
     return StdioServerParameters(command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=str(launch.cwd))
 
 

@@ -25,7 +25,9 @@ from temporalio.exceptions import ApplicationError
 from activities.channel_kinds import CHANNEL_KINDS
 from activities.channel_kinds.base import Channel, Sent, card_url
 from activities.ledger import Ledger
+from activities.worker_metrics import NOTIFICATION_FAILURES, NOTIFICATIONS_SENT
 from config.notify_section import ChannelConfig, NotifyConfig
+from config.telemetry import span
 from core.models import ApprovalRecord, NotificationInput, ToolResult
 from workflows.activity_calls import ERROR_NOTIFICATION_REJECTED, NOTIFY_APPROVAL
 
@@ -56,6 +58,17 @@ class NotifyActivities:
         if claim.verdict == "unknown" and not kind.repeats_safely:
             return f"{key}: an earlier attempt may have delivered it; {kind.name} messages are not repeated"
         await self._ledger.start(key, attempt)
+        attributes = {"approval.request_id": notification.request_id, "notify.channel": notification.channel}
+        try:
+            with span("approval.notify", {**attributes, "notify.kind": notification.kind}):
+                delivered = await self._deliver(kind, channel, notification, key)
+        except Exception:
+            NOTIFICATION_FAILURES.labels(notification.channel).inc()
+            raise
+        NOTIFICATIONS_SENT.labels(notification.channel).inc()
+        return delivered
+
+    async def _deliver(self, kind: Channel, channel: ChannelConfig, notification: NotificationInput, key: str) -> str:
         try:
             sent = await self._send(kind, channel, notification)
         except LookupError as err:  # a variable the channel needs is not set

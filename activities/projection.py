@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from temporalio import activity
 
+from config.telemetry import current_traceparent, span
 from core.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
@@ -31,7 +32,13 @@ class ProjectionActivities:
 
     @activity.defn(name=PROJECT_APPROVAL_REQUESTED)
     async def project_approval_requested(self, payload: ApprovalRequestedProjection) -> None:
-        await self._store.project_approval_requested(payload)
+        record = payload.approval
+        attributes = {"approval.request_id": record.request_id, "approval.tool": record.tool_name}
+        with span("approval.requested", attributes):
+            await self._store.project_approval_requested(payload)
+            traceparent = current_traceparent()
+            if traceparent is not None:
+                await self._store.keep_trace(record.request_id, traceparent)
 
     @activity.defn(name=PROJECT_APPROVAL_RESOLVED)
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:

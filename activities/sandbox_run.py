@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from activities.heartbeat import heartbeating
-from activities.sandbox import SandboxPolicy, sandboxed_launch
+from activities.sandbox import SandboxPolicy
+from activities.worker_metrics import counted_launch
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ async def run_sandboxed(
 ) -> Finished:
     """Raises SandboxUnavailable (nothing ran) when no sandbox starts and the policy wants one."""
     workspace.mkdir(parents=True, exist_ok=True)
-    launch = await asyncio.to_thread(sandboxed_launch, argv, workspace, policy)
+    launch = await asyncio.to_thread(counted_launch, argv, workspace, policy)
     proc = await asyncio.create_subprocess_exec(
         *launch.argv,
         cwd=launch.cwd,

@@ -15,6 +15,7 @@ from activities.mcp_elicitation import Asker
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_sources import ToolSources
+from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
 from activities.workspaces import workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
@@ -115,6 +116,7 @@ class ToolActivities:
                 await self._projection.mark_execution(request.request_id, _finished(claim.result))
                 return claim.result
             if claim.verdict == "unknown":
+                OUTCOME_UNKNOWN.labels(request.tool_name).inc()
                 await self._projection.mark_execution(request.request_id, "unknown")
                 activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
                 return unknown_outcome_result(request.tool_name, request.arguments)
@@ -126,6 +128,7 @@ class ToolActivities:
         finally:
             if marking is not None:
                 await marking
+        TOOL_RUNS.labels(request.tool_name, _finished(result)).inc()
         if tool.at_most_once:
             await asyncio.gather(
                 self._ledger.finish(request.request_id, result),

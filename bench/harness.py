@@ -121,11 +121,17 @@ class Bench:
         return dataclasses.replace(settings, payload_store_threshold=payload_threshold)
 
     def start_worker(
-        self, settings: Settings, kind: str = "ours", cache: int = DEFAULT_CACHE, checkout: Path | None = None
+        self,
+        settings: Settings,
+        kind: str = "ours",
+        cache: int = DEFAULT_CACHE,
+        checkout: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> BenchWorker:
-        """checkout: run the worker from that source tree (the baseline) instead of this one."""
+        """checkout: run the worker from that source tree (the baseline) instead of this one;
+        env: more variables for it (tracing, metrics)."""
         log = settings.workspace_dir.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
-        extra = {"TEMPORAL_NAMESPACE": settings.namespace}
+        extra = {"TEMPORAL_NAMESPACE": settings.namespace, **(env or {})}
         if checkout is not None:
             extra["PYTHONPATH"] = str(checkout)
         proc = subprocess.Popen(

@@ -281,6 +281,22 @@ def _edit(s: dict[str, Any]) -> list[str]:
     return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
 
 
+def _observability(s: dict[str, Any]) -> list[str]:
+    how = (
+        "Alternating, same run: a worker with OpenTelemetry tracing (OTLP/HTTP to a receiver in the bench"
+        " process) and WORKER_METRICS_PORT (scraped every 15 s, as deploy/prometheus/prometheus.yml does), and"
+        " one with both off. Decisions are sent by the bench process, untraced for both."
+        f" {s['spans_received']} spans received, {s['scrapes']} scrapes."
+    )
+    out = ["## Approval latency with tracing and metrics on", "", how, ""]
+    rows = [
+        [label, *(s[key][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))]
+        for label, key in (("tracing and metrics off", "off"), ("tracing and metrics on", "on"))
+    ]
+    rows.append(["**ratio on / off, p50**", f"**{s['ratio']}x**", "", "", ""])
+    return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
+
+
 def _deltas(s: dict[str, Any]) -> list[str]:
     how = (
         f"{s['replies']} streamed replies of {s['pieces_per_reply']} pieces through the worker's delta writer,"
@@ -411,6 +427,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _edit(sc["edit"])
     if "deltas" in sc:
         lines += _deltas(sc["deltas"])
+    if "observability" in sc:
+        lines += _observability(sc["observability"])
     if "file_tools" in sc:
         lines += _file_tools(sc["file_tools"])
     if "request_latency" in sc:

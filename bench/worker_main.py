@@ -16,13 +16,16 @@ from temporalio.worker import Worker
 from bench.floor import FloorActivities, FloorWorkflow
 from bench.request_callers import RequestCaller
 from config.settings import Settings
+from config.telemetry import setup_tracing
 from payload_store.connection import connect
-from worker import HostWorker, build_worker
+from worker import HostWorker, build_worker, metrics_options
 
 
 async def main(kind: str, cache: int) -> None:
     settings = Settings()
-    client = await connect(settings)
+    # As worker.py: traces with OTEL_* set, /metrics with WORKER_METRICS_PORT set.
+    setup_tracing("approvals-worker")
+    client = await connect(settings, **metrics_options(settings))
     worker: HostWorker | Worker
     if kind == "ours":
         worker = build_worker(client, settings, max_cached_workflows=cache)

@@ -20,6 +20,7 @@ from core.models import DecisionInput
 
 if TYPE_CHECKING:
     from core.models import Decision
+    from storage.store import ProjectionStore
 
 
 async def pending(args: argparse.Namespace, session: Session) -> int:
@@ -79,15 +80,20 @@ def conversation_text(conversation_id: str, parent_id: str | None) -> str:
     return shown(conversation_id if parent_id is None else f"{conversation_id} (subagent of {parent_id})")
 
 
-def refusal_of(row: dict[str, Any] | None, decision: DecisionInput, conversation_id: str | None) -> str | None:
+async def refusal_of(
+    store: ProjectionStore, row: dict[str, Any] | None, decision: DecisionInput, conversation_id: str | None
+) -> str | None:
     """Why this decision must not be sent, judged from the projection by the rule the workflow
-    applies (core/refusals.py); None when it may go. A claimed but unrecorded decision is refused
-    by send_decision, which also re-delivers it."""
+    applies (core/refusals.py); None when it may go. A refusal is counted for the metrics. A
+    claimed but unrecorded decision is refused by send_decision, which also re-delivers it."""
     from core.refusals import decision_refusal
     from storage.claims import facts_from_row
 
     refused = decision_refusal(None if row is None else facts_from_row(row), decision, conversation_id)
-    return None if refused is None else refused.message
+    if refused is None:
+        return None
+    await store.count_refusal(refused.error_type, decision.door)
+    return refused.message
 
 
 async def decide(args: argparse.Namespace, session: Session) -> int:
@@ -101,9 +107,11 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
     store = session.store()
     rows = {request_id: await store.approval(request_id) for request_id in ids}
     decisions, decider = await _decisions(args, session, rows)
-    refusals = {
-        rid: why for rid in ids if (why := refusal_of(rows[rid], decisions[rid], args.conversation)) is not None
-    }
+    refusals = {}
+    for rid in ids:
+        why = await refusal_of(store, rows[rid], decisions[rid], args.conversation)
+        if why is not None:
+            refusals[rid] = why
     if len(ids) == 1 and refusals:
         raise refused(refusals[ids[0]])
     if len(ids) > 1:

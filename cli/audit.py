@@ -25,6 +25,9 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
     switches = [row for row in trail if row["kind"] == "switch"]
     if switches:
         print(table(["WHEN", "CONVERSATION", "SWITCH"], [_switch_cells(row) for row in switches]) + "\n")
+    notices = [row for row in trail if row["kind"] == "notice"]
+    if notices:
+        print(table(["WHEN", "NOTICE"], [_notice_cells(row) for row in notices]) + "\n")
     if not rows:
         print("No approval request" + (f" since {since}." if since else " yet."))
         return EXIT_OK
@@ -54,6 +57,12 @@ def _switch_cells(row: dict) -> list[str]:
     from storage.audit import switch_text
 
     return [short_time(row["created_at"]), shown(row["conversation_id"]), shown(switch_text(row))]
+
+
+def _notice_cells(row: dict) -> list[str]:
+    from storage.fatigue_notices import notice_text
+
+    return [short_time(row["created_at"]), shown(notice_text(row))]
 
 
 def _who(row: dict) -> str:

@@ -124,6 +124,12 @@ async def show(args: argparse.Namespace, session: Session) -> int:
     row = await session.store().conversation(args.conversation)
     state["parent_id"] = row.get("parent_id") if row else None
     state["subagents"] = await session.store().subagents(args.conversation)
+    # The trace each request was asked in (OTEL_* tracing on), the newest one as the conversation's.
+    traced = {
+        row["request_id"]: row["trace_id"] for row in (await session.store().approvals("all", args.conversation)).items
+    }
+    state["trace_ids"] = {request_id: trace for request_id, trace in traced.items() if trace}
+    state["trace_id"] = next(reversed(state["trace_ids"].values()), None)
     archived = await session.store().archived_messages(args.conversation)
     # The archive is written before messages leave the workflow, so it may be ahead of the answer.
     state["archived"] = archived[: state["archived_messages"]] if state["messages"] is not None else archived

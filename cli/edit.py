@@ -66,7 +66,7 @@ async def edit(args: argparse.Namespace, session: Session) -> int:
         principal=decided_by,
         groups=groups,
     )
-    why = refusal_of(row, decision, args.conversation)
+    why = await refusal_of(session.store(), row, decision, args.conversation)
     if why is not None:
         raise refused(why)
     client = await session.client()

@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "edit": ("cli.edit", "edit"),
     "extend": ("cli.deadlines", "extend"),
     "audit": ("cli.audit", "audit"),
+    "rules": ("cli.rules", "rules"),
+    "stats": ("cli.stats", "stats"),
     "users": ("cli.users", "users"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
             session = Session(Settings(), client)
         except (ConfigError, ValueError) as err:
             raise CliError(f"bad setting: {err}", EXIT_USAGE) from None
+        from config.telemetry import setup_tracing
+
+        setup_tracing("approvals-ui" if args.command == "ui" else "approvals-cli")
         module, name = COMMANDS[args.command]
         command = getattr(importlib.import_module(module), name)
         if inspect.iscoroutinefunction(command):
@@ -89,6 +94,9 @@ def run() -> None:
         code = main()
     except SystemExit as exit_:  # --help
         code = exit_.code if isinstance(exit_.code, int) else 0
+    from config.telemetry import shutdown_tracing
+
+    shutdown_tracing()  # the spans still buffered go out before the process leaves
     try:
         sys.stdout.flush()
     except BrokenPipeError:

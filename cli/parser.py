@@ -132,6 +132,18 @@ def build_parser() -> OneLineParser:
     audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
     audit.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
+    stats = verbs.add_parser("stats", help="how approvals go: time to decision, approval rate, who decides")
+    stats.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
+    stats.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
+    rules = verbs.add_parser("rules", help="permission rules learnt from the audit (shown, never applied)")
+    rule_actions = rules.add_subparsers(dest="action", metavar="ACTION", required=True)
+    suggest = rule_actions.add_parser("suggest", help="allow rules for calls people approve every time, quickly")
+    suggest.add_argument("--since", type=text, help="only the audit since: 30m, 12h, 7d or an ISO time")
+    suggest.add_argument("--min-count", type=_positive, default=20, help="approvals a rule must cover (20)")
+    suggest.add_argument("--max-median", type=seconds, default=5.0, help="median seconds to decide, at most (5)")
+    suggest.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     people = verbs.add_parser("users", help="the people who approve: personal tokens and groups")
     actions = people.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="add a person; prints their token once")

@@ -110,6 +110,15 @@ def _count_env(name: str, default: int) -> int:
     return value
 
 
+def _port_env(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigError(f"{name}={raw!r} is not a port number")
+    return int(raw)
+
+
 def _switch_env(name: str, default: bool) -> bool:
     raw = os.environ.get(name, "").strip().lower()
     if not raw:
@@ -178,6 +187,12 @@ class Settings:
     s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
     # Where links in notifications point; default: the UI's own address.
     ui_public_url: str | None = field(default_factory=lambda: os.environ.get("UI_PUBLIC_URL") or None)
+    # The worker's own /metrics (None: not served); the UI serves its /metrics on UI_PORT.
+    worker_metrics_port: int | None = field(default_factory=lambda: _port_env("WORKER_METRICS_PORT"))
+    # A run of this many approvals by one person, each within RAPID_APPROVAL_SECONDS of the one
+    # before, is noticed on the page and recorded in the audit (0: never).
+    rapid_approval_count: int = field(default_factory=lambda: _count_env("RAPID_APPROVAL_COUNT", 10))
+    rapid_approval_seconds: float = field(default_factory=lambda: _float_env("RAPID_APPROVAL_SECONDS", 3.0))
 
     def proxy_identity(self) -> ProxyIdentity:
         """Who the trusted proxy may name, and in which headers; ConfigError for a bad address."""

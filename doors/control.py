@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -13,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from config.settings import Settings
+from config.telemetry import span, tracing_active
 from core.ids import check_conversation_id
 from core.models import (
     ERROR_UNKNOWN_APPROVAL,
@@ -40,6 +42,7 @@ from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
+log = logging.getLogger(__name__)
 QUERY_TIMEOUT = timedelta(seconds=5)
 ERROR_CONVERSATION_CLOSED = "ConversationClosed"
 ERROR_UNDELIVERED = "Undelivered"
@@ -138,6 +141,48 @@ async def send_decision(
             return await send_decision(client, settings, decision, store)
         finally:
             await store.close()
+    row = await store.approval(decision.request_id) if tracing_active() else None
+    parent: str | None = row.get("trace_parent") if row is not None else None
+    try:
+        # The decision's span joins the request's trace; Temporal's signal span is its child.
+        with span("approval.decide", _decision_attributes(decision), parent):
+            conversation_id = await _claim_and_send(client, decision, store)
+    except DecisionRefused as refused:
+        await _count(store, refused, decision)
+        raise
+    if decision.decision in ("allow", "always_allow") and decision.decided_by:
+        await _note_rapid(store, settings, decision.decided_by)
+    return conversation_id
+
+
+async def _note_rapid(store: ProjectionStore, settings: Settings, person: str) -> None:
+    """A run of approvals too fast to have been read is recorded (the page shows it); a notice that
+    cannot be written never fails the decision, which has been sent."""
+    try:
+        await store.note_rapid_run(person, settings.rapid_approval_count, settings.rapid_approval_seconds)
+    except Exception:
+        log.warning("could not check %s's approvals for a rapid run", person, exc_info=True)
+
+
+def _decision_attributes(decision: DecisionInput) -> dict[str, str | None]:
+    """Who decided what, through which door: never the arguments, the reason or a token."""
+    return {
+        "approval.request_id": decision.request_id,
+        "approval.decision": decision.decision,
+        "approval.door": decision.door or "signal",
+        "approval.decided_by": decision.decided_by,
+    }
+
+
+async def _count(store: ProjectionStore, refused: DecisionRefused, decision: DecisionInput) -> None:
+    """Refusals feed the metrics; a count that cannot be written never hides the refusal itself."""
+    try:
+        await store.count_refusal(refused.error_type, decision.door)
+    except Exception:
+        log.warning("could not count the refusal of %s", decision.request_id, exc_info=True)
+
+
+async def _claim_and_send(client: Client, decision: DecisionInput, store: ProjectionStore) -> str:
     if decision.decision == "edit":
         from doors.edit_control import send_edit
 

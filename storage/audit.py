@@ -101,9 +101,13 @@ async def list_switches(tx: Tx, since: str | None = None, conversation_id: str |
 
 
 async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
-    """The whole audit: requests (kind `request`) and switches (kind `switch`), oldest first."""
+    """The whole audit: requests (kind `request`), switches (kind `switch`) and rapid-approval
+    notices (kind `notice`), oldest first."""
+    from storage.fatigue_notices import list_notices
+
     requests = [{"kind": "request", **row} for row in await list_audit(tx, since)]
-    return sorted(requests + await list_switches(tx, since), key=lambda row: str(row["created_at"]))
+    others = await list_switches(tx, since) + await list_notices(tx, since)
+    return sorted(requests + others, key=lambda row: str(row["created_at"]))
 
 
 def switch_text(row: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from core.models import (
     DecisionInput,
     ProjectionEvent,
 )
-from storage import audit, claims, reader, sessions, stream_events, users, writes
+from storage import audit, claims, fatigue_notices, figures, reader, sessions, stream_events, users, writes
 from storage.backend import Backend, Tx, open_backend
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
@@ -52,6 +52,9 @@ class ProjectionStore:
 
     async def project_approval_requested(self, payload: ApprovalRequestedProjection) -> bool:
         return await self.backend.run(lambda tx: writes.write_approval_requested(tx, payload))
+
+    async def keep_trace(self, request_id: str, traceparent: str) -> None:
+        await self.backend.run(lambda tx: writes.keep_trace(tx, request_id, traceparent))
 
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
         await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
@@ -104,6 +107,17 @@ class ProjectionStore:
     async def release_claim(self, request_id: str) -> None:
         await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
 
+    async def note_rapid_run(self, person: str, count: int, seconds: float) -> dict[str, Any] | None:
+        """After an approval: a notice if this person approves faster than anyone reads (recorded once)."""
+        return await self.backend.run(lambda tx: fatigue_notices.note_rapid_run(tx, person, count, seconds))
+
+    async def fatigue_notices(self, since: str | None = None, person: str | None = None) -> list[dict[str, Any]]:
+        return await self.backend.run(lambda tx: fatigue_notices.list_notices(tx, since, person), write=False)
+
+    async def count_refusal(self, reason: str, door: str | None) -> None:
+        """A decision a door refused (unknown, already decided, stale...), counted for the metrics."""
+        await self.backend.run(lambda tx: figures.count_refusal(tx, reason, door))
+
     # Login sessions of the UI, shared by every UI process.
     async def open_session(self, session_hash: str, expires_at: datetime, replaces: str | None = None) -> None:
         await self.backend.run(lambda tx: sessions.open_session(tx, session_hash, expires_at, replaces))
@@ -137,6 +151,10 @@ class ProjectionStore:
         return await self.backend.run(lambda tx: users.session_person(tx, session_hash), write=False)
 
     # Reads.
+    async def approval_figures(self) -> figures.Figures:
+        """What the metrics count, from the rows (every door's decisions)."""
+        return await self.backend.run(figures.projection_figures, write=False)
+
     async def audit(self, since: str | None = None) -> list[dict[str, Any]]:
         """Every request and its decision's facts since an ISO time, oldest first."""
         return await self.backend.run(lambda tx: audit.list_audit(tx, since), write=False)

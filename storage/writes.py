@@ -142,6 +142,14 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
     await write_decision_facts(tx, rec)
 
 
+async def keep_trace(tx: Tx, request_id: str, traceparent: str) -> None:
+    """The trace a request was asked in (written once: the first projection's)."""
+    await tx.execute(
+        "UPDATE ui_pending_approvals SET trace_parent = ? WHERE request_id = ? AND trace_parent IS NULL",
+        (traceparent, request_id),
+    )
+
+
 async def mark_execution(tx: Tx, request_id: str, state: str) -> None:
     """What the UI shows of a decided tool: running, done, or unknown (a worker died mid-run)."""
     await tx.execute("UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id))

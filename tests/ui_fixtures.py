@@ -30,7 +30,7 @@ from core.models import (
     request_id_for,
 )
 from storage.store import ProjectionStore
-from ui.server import create_app, uvicorn_config
+from ui.server import close_stores, create_app, uvicorn_config
 
 BASE_URL = "http://127.0.0.1"
 _version = 0
@@ -126,7 +126,7 @@ async def api_client(settings: Settings, client: Client | None) -> AsyncIterator
         async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
             yield http
     finally:
-        await app.state.store.close()  # ASGITransport runs no lifespan
+        await close_stores(app)  # ASGITransport runs no lifespan
 
 
 @dataclass

@@ -23,8 +23,10 @@ from core.models import (
 from doors import control
 from doors.edit_control import ERROR_EDIT_UNCHECKED
 from storage.claims import DecisionRefused
+from storage.fatigue_notices import notice_text
 from storage.reader import BadCursor
 from storage.store import ProjectionStore
+from storage.writes import now_iso
 from ui import queries
 from ui.bodies import BatchDecisionBody, DecisionBody, ExtendBody, json_body, read_json_body
 from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable, Unprocessable
@@ -87,6 +89,7 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
         **(await identity(request, body.name)),
     )
     client = await client_of(request)
+    asked_at = now_iso()
     try:
         await control.send_decision(client, settings, decision, store)
     except DecisionRefused as err:
@@ -98,9 +101,11 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
             ) from None
         raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
     approval = await store.approval(request_id)
-    return JSONResponse(
-        {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
-    )
+    sent = {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
+    notices = await store.fatigue_notices(asked_at, decision.decided_by) if decision.decided_by else []
+    if notices:
+        sent["notice"] = notice_text(notices[-1])
+    return JSONResponse(sent)
 
 
 async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str) -> HttpError:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from temporalio.client import Client
 
 from config.settings import Settings
+from storage.backend import Backend, open_backend
 from storage.reader import Page
 from storage.store import ProjectionStore
 from ui import queries
@@ -31,6 +32,14 @@ def settings_of(request: Request) -> Settings:
 
 def store_of(request: Request) -> ProjectionStore:
     return request.app.state.store  # type: ignore[no-any-return]
+
+
+def ledger_of(request: Request) -> Backend:
+    """The execution ledger (delivered notifications), opened once per app on first use, read only."""
+    state = request.app.state
+    if getattr(state, "metrics_ledger", None) is None:
+        state.metrics_ledger = open_backend(settings_of(request).ledger_db, "ledger")
+    return state.metrics_ledger  # type: ignore[no-any-return]
 
 
 async def client_of(request: Request) -> Client:

@@ -16,10 +16,12 @@ from config.settings import Settings
 from storage.store import ProjectionStore
 from ui import (
     agui_routes,
+    analytics_routes,
     approval_routes,
     conversation_routes,
     elicitation_routes,
     events,
+    metrics_routes,
     pages,
     slack,
     team_routes,
@@ -42,6 +44,9 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     pages.router,
     slack.router,
     agui_routes.router,
+    metrics_routes.router,
+    analytics_routes.router,
+    analytics_routes.page_router,
 )
 
 
@@ -50,9 +55,9 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     store = ProjectionStore(settings.approvals_db)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(running: FastAPI) -> AsyncIterator[None]:
         yield
-        await store.close()
+        await close_stores(running)
 
     # The OpenAPI schema (no docs pages: they would need inline script) describes the API for clients and fuzzers.
     app = FastAPI(
@@ -74,6 +79,14 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit)
     return app
+
+
+async def close_stores(app: FastAPI) -> None:
+    """The projection store, and the ledger the metrics opened (if a scrape came)."""
+    await app.state.store.close()
+    ledger = getattr(app.state, "metrics_ledger", None)
+    if ledger is not None:
+        await ledger.close()
 
 
 def uvicorn_config(settings: Settings, app: FastAPI | None = None, **options: Any) -> uvicorn.Config:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import tomllib
@@ -28,6 +29,8 @@ OFFICIAL_IMAGES = (
     "temporalio/admin-tools",
     "minio/minio",
     "minio/mc",
+    "prom/prometheus",
+    "grafana/grafana",
 )
 SETTINGS_SOURCE = (ROOT / "config" / "settings.py").read_text()
 SETTINGS_VARIABLES = set(re.findall(r'"([A-Z][A-Z0-9_]{2,})"', SETTINGS_SOURCE)) | set(S3_ENVIRONMENT)
@@ -189,3 +192,41 @@ def test_the_worker_can_start_the_tool_sandbox() -> None:
     assert re.search(r"apt-get install[^\n]*\bbubblewrap\b", dockerfile), "the image has bubblewrap"
     assert set(SERVICES["worker"].get("security_opt", [])) == {"seccomp=unconfined", "apparmor=unconfined"}
     assert "security_opt" not in SERVICES["approvals-ui"], "the UI starts no sandbox and keeps Docker's profiles"
+
+
+def _metric_names() -> set[str]:
+    """Every metric the code exposes, with the suffixes Prometheus gives counters and histograms."""
+    sources = (ROOT / "ui" / "metrics_routes.py").read_text() + (ROOT / "activities" / "worker_metrics.py").read_text()
+    names = set(re.findall(r'"(approvals_[a-z_]+)"', sources))
+    return names | {f"{name}_{suffix}" for name in names for suffix in ("total", "bucket", "sum", "count")}
+
+
+def test_prometheus_scrapes_the_ui_and_every_worker_where_they_serve_metrics() -> None:
+    prometheus = SERVICES["prometheus"]
+    [mount] = prometheus["volumes"]
+    source, target = mount.split(":")[:2]
+    assert target == "/etc/prometheus/prometheus.yml"
+    config = yaml.safe_load((ROOT / source).read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    ui_port = environment("approvals-ui")["UI_PORT"]
+    assert jobs["approvals-ui"]["static_configs"][0]["targets"] == [f"approvals-ui:{ui_port}"]
+    assert jobs["approvals-ui"]["metrics_path"] == "/metrics"
+    [workers] = jobs["approvals-worker"]["dns_sd_configs"]
+    assert workers["names"] == ["worker"] and str(workers["port"]) == environment("worker")["WORKER_METRICS_PORT"]
+
+
+def test_grafana_is_provisioned_with_the_dashboard_over_our_metrics() -> None:
+    grafana = SERVICES["grafana"]
+    mounts = dict(volume.split(":")[:2] for volume in grafana["volumes"])
+    provisioning = ROOT / next(source for source, target in mounts.items() if target == "/etc/grafana/provisioning")
+    [datasource] = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())["datasources"]
+    assert datasource["url"] == "http://prometheus:9090" and "prometheus" in SERVICES
+    [provider] = yaml.safe_load((provisioning / "dashboards" / "approvals.yml").read_text())["providers"]
+    dashboards = ROOT / next(source for source, target in mounts.items() if target == provider["options"]["path"])
+    [dashboard_file] = dashboards.glob("*.json")
+    dashboard = json.loads(dashboard_file.read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    used = {name for expr in expressions for name in re.findall(r"\b(approvals_[a-z_]+)", expr)}
+    assert used and used <= _metric_names(), f"the dashboard asks for metrics nobody exposes: {used - _metric_names()}"
+    assert {"approvals_waiting", "approvals_decisions_total", "approvals_time_to_decision_seconds_bucket"} <= used
+    assert all(panel["datasource"]["uid"] == datasource["uid"] for panel in dashboard["panels"])

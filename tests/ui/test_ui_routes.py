@@ -42,6 +42,10 @@ SERVED = {
     ("GET", "/api/events"): "ui.events",
     ("POST", "/slack/actions"): "ui.slack",
     ("POST", "/ag-ui"): "ui.agui_routes",
+    ("GET", "/metrics"): "ui.metrics_routes",
+    ("GET", "/api/stats"): "ui.analytics_routes",
+    ("GET", "/api/rules/suggest"): "ui.analytics_routes",
+    ("GET", "/analytics"): "ui.analytics_routes",
     ("GET", "/api/openapi.json"): "fastapi.applications",
     ("HEAD", "/api/openapi.json"): "fastapi.applications",
 }

@@ -63,6 +63,12 @@ function errorMessage(result) {
   return (result.body && result.body.error && result.body.error.message) || `request failed (${result.status})`;
 }
 
+function showFatigue(text) {
+  const node = $("fatigue-notice");
+  node.textContent = text;
+  node.hidden = false;
+}
+
 let toastTimer = null;
 function toast(text, isError = false) {
   const node = $("toast");
@@ -102,6 +108,8 @@ async function decide(approval, decision, reason, buttons, extra = {}) {
   if (result.ok) {
     const verb = decision === "edit" ? "approved with edited arguments" : decision.replace("_", " ");
     toast(`${verb}: sent for ${approval.tool_name}`);
+    // A run of approvals too fast to have been read: said plainly, and kept in the audit.
+    if (result.body && result.body.notice) showFatigue(result.body.notice);
   } else {
     toast(errorMessage(result), true);
     buttons.forEach((b) => (b.disabled = false));

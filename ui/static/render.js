@@ -234,6 +234,12 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
   const hash = el("p", "card-hash", "Arguments hash ");
   hash.append(el("code", "args-hash", approval.args_hash));
   card.append(hash);
+  if (approval.trace_id) {
+    // The request's trace (OpenTelemetry): find it in the tracing backend by this id.
+    const traced = el("p", "card-trace", "Trace ");
+    traced.append(el("code", "trace-id", approval.trace_id));
+    card.append(traced);
+  }
   const times = el("p", "card-times");
   times.append("Asked ", timeNode(approval.created_at));
   if (approval.expires_at) times.append(el("br"), "Expires ", timeNode(approval.expires_at));
