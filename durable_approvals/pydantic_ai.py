@@ -17,6 +17,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+# Pydantic AI prices every reply from genai_prices' table, a module of 11,000 lines imported on
+# first use: in a workflow task that import can outlast the SDK's 2-second deadlock check on a
+# busy host (the task fails and the run stalls), so it is imported here, before any task runs.
+import genai_prices.data  # noqa: F401
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.agent import AbstractAgent, AgentRunResult
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart

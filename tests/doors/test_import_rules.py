@@ -119,7 +119,8 @@ def test_only_the_entry_points_sit_at_the_root() -> None:
 
 
 # Each adapter of durable_approvals may import its own agent SDK, and only that one.
-ADAPTER_SDKS: dict[str, set[str]] = {"openai_agents.py": {"agents"}, "pydantic_ai.py": {"pydantic_ai"}}
+# (genai_prices is Pydantic AI's own price table, installed with it.)
+ADAPTER_SDKS: dict[str, set[str]] = {"openai_agents.py": {"agents"}, "pydantic_ai.py": {"pydantic_ai", "genai_prices"}}
 
 
 def test_the_callers_package_needs_only_temporalio_and_pydantic() -> None:

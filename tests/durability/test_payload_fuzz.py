@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
@@ -120,6 +120,9 @@ SENDS = st.builds(Send, st.sampled_from([*NAMES, UPDATE_DECIDE, QUERY_GET_STATE]
     is_junk
 )
 
+# One junk send to each name: a number where an object belongs.
+EVERY_NAME = [Send(name, [7]) for name in [*NAMES, UPDATE_DECIDE, QUERY_GET_STATE]]
+
 
 def fingerprint(state: ConversationState) -> dict[str, Any]:
     return {
@@ -177,6 +180,7 @@ async def test_random_payloads_never_fail_a_task_or_change_state(
             max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
         )
         @given(st.lists(SENDS, min_size=1, max_size=6))
+        @example(EVERY_NAME)  # each name at least once, whatever the draws (close is rarely junk)
         def property_holds(sends: list[Send]) -> None:
             asyncio.run_coroutine_threadsafe(batch(sends), loop).result(timeout=120)
 
