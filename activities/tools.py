@@ -10,16 +10,19 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
+from activities.file_state import TargetChanged, write_if_unchanged
 from activities.ledger import Ledger, unknown_outcome_result
+from activities.previews import preview_effect
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_sources import ToolSources
 from activities.workspaces import workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
-from core.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
+from core.models import ListToolsInput, PreviewInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
+from core.previews import EffectPreview
 from core.tool_specs import TOOL_SPECS, InvalidToolCall
 from storage.store import ProjectionStore
-from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
+from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, PREVIEW_EFFECT, RUN_PYTHON_TOOL
 
 
 class ToolActivities:
@@ -45,6 +48,15 @@ class ToolActivities:
     async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
         activity.heartbeat()
         return await self.sources.catalog(request.workspace)
+
+    @activity.defn(name=PREVIEW_EFFECT)
+    async def preview_effect(self, request: PreviewInput) -> EffectPreview:
+        """What an asked call will change, read in the call's own workspace and confinement."""
+        return await preview_effect(self._workspace(request.workspace, False), request, activity.heartbeat)
+
+    def _workspace(self, key: str | None, network: bool) -> Workspace:
+        root = workspace_for(self._workspace_dir, key)
+        return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes)
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
@@ -139,10 +151,16 @@ class ToolActivities:
         kv = KvStore(request.kv)
         # Network is decided per call by the workflow from the policy's network rules; the
         # directory by the request's workspace key (the conversation's, or its parent's).
-        root = workspace_for(self._workspace_dir, request.workspace)
-        workspace = Workspace(root, self._sandbox.with_network(request.network), self._max_read_bytes)
+        workspace = self._workspace(request.workspace, request.network)
         try:
-            content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+            if request.tool_name == "write_file" and request.target_hash is not None:
+                path, data = request.arguments["path"], request.arguments["content"].encode()
+                content = await write_if_unchanged(workspace, path, data, request.target_hash, activity.heartbeat)
+            else:
+                content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+        except TargetChanged as err:
+            activity.logger.warning("not running %s: %s", request.request_id, err)
+            return ToolResult(content=f"Not run: {err}.", stale_target=err.now_hash)
         except SandboxUnavailable as err:
             activity.logger.error("not running %s: %s", request.request_id, err)
             return ToolResult(content=f"Error: not run: {err}", is_error=True)
@@ -155,7 +173,10 @@ WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation
 
 
 def _finished(result: ToolResult) -> str:
-    """The execution state of a run that ended: `failed` when the tool returned an error."""
+    """The execution state of a run that ended: `failed` when the tool returned an error, `stale`
+    when its target changed and it did not run."""
+    if result.stale_target is not None:
+        return "stale"
     return "failed" if result.is_error else "done"
 
 

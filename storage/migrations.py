@@ -136,6 +136,16 @@ def _projection_v8(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v9(dialect: Dialect) -> list[str]:
+    """Previews: what an asked call will change and why the agent wants it, stored with the
+    request; and, for a request whose target changed before it ran, the request it became."""
+    return [
+        _add_column("ui_pending_approvals", "preview_json", "TEXT"),
+        _add_column("ui_pending_approvals", "why_json", "TEXT"),
+        _add_column("ui_pending_approvals", "reasked_as", "TEXT"),
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -154,6 +164,7 @@ MIGRATIONS = {
         _projection_v6,
         _projection_v7,
         _projection_v8,
+        _projection_v9,
     ],
     "ledger": [_ledger_v1],
 }

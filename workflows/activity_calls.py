@@ -23,11 +23,13 @@ with workflow.unsafe.imports_passed_through():
         LlmReply,
         LlmRequest,
         NotificationInput,
+        PreviewInput,
         ServiceRules,
         ToolCatalog,
         ToolRequest,
         ToolResult,
     )
+    from core.previews import EffectPreview
 
 CALL_LLM = "call_llm"
 EXECUTE_TOOL = "execute_tool"
@@ -35,6 +37,7 @@ LIST_TOOLS = "list_tools"
 RUN_PYTHON_TOOL = "run_python_tool"
 PICK_TOOL_HOST = "pick_tool_host"
 CALL_MCP_TOOL = "call_mcp_tool"
+PREVIEW_EFFECT = "preview_effect"
 # Which activity runs a tool, by the tool's source.
 TOOL_ACTIVITIES = {"builtin": EXECUTE_TOOL, "python": RUN_PYTHON_TOOL, "mcp": CALL_MCP_TOOL}
 PROJECT_CONVERSATION = "project_conversation"
@@ -97,6 +100,20 @@ async def list_tools(request: ListToolsInput) -> ToolCatalog:
 
 async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
     return await run_tool(request, "builtin", summary)
+
+
+async def preview_effect(request: PreviewInput, task_queue: str | None) -> EffectPreview:
+    """What an asked call will change, read on the host its tool would run on (None: any worker)."""
+    return await workflow.execute_activity(
+        PREVIEW_EFFECT,
+        request,
+        task_queue=task_queue,
+        result_type=EffectPreview,
+        start_to_close_timeout=timedelta(seconds=60),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        summary=f"preview {request.request_id}: {request.tool_name}",
+    )
 
 
 async def pick_tool_host() -> str:

@@ -107,6 +107,8 @@ class ConversationWorkflow:
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
                 outbox=self._outbox,
                 workspace=lambda: self._workspace,
+                transcript=lambda: self._messages,
+                parent_task=start.subagent.task if start.subagent else None,
             ),
             start.used_tool_call_ids,
         )

@@ -24,6 +24,7 @@ FAILED_SUMMARY_KEEPS_MESSAGES = "failed-summary-keeps-messages"  # no summary: n
 NOTIFICATIONS_CARRIED = "notifications-carried-across-continue-as-new"  # undelivered ones go on
 MOVE_CONVERSATION_HOST = "move-conversation-host"  # the move update re-pins a conversation
 WORKSPACE_PER_CONVERSATION = "workspace-per-conversation"  # each conversation its own workspace
+EFFECT_PREVIEW = "effect-preview"  # asked calls previewed; a write bound to the target it previewed
 
 ALL = (
     TOOL_CATALOG_ACTIVITY,
@@ -43,4 +44,5 @@ ALL = (
     NOTIFICATIONS_CARRIED,
     MOVE_CONVERSATION_HOST,
     WORKSPACE_PER_CONVERSATION,
+    EFFECT_PREVIEW,
 )

@@ -114,6 +114,7 @@ _OUTCOMES = {
     "deny": "Denied",
     "expired": "Expired",
     "canceled": "Canceled",
+    "stale": "Stale (the target changed; asked again)",
 }
 
 
