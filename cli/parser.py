@@ -80,8 +80,8 @@ def build_parser() -> OneLineParser:
     send.add_argument("conversation", type=text)
     send.add_argument("message", type=text)
 
-    show = verbs.add_parser("show", help="a conversation's transcript and status")
-    show.add_argument("conversation", type=text)
+    show = verbs.add_parser("show", help="a conversation's transcript and status, or one request (perm_...) whole")
+    show.add_argument("conversation", type=text, metavar="CONVERSATION_OR_REQUEST")
     show.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for a worker to answer")
     show.add_argument("--json", action="store_true", help="one JSON document on stdout")
 

@@ -374,6 +374,8 @@ class NotificationInput(BaseModel):
     approvers: list[str] | None = None
     expires_at: datetime
     created_at: datetime
+    preview: EffectPreview | None = Field(default=None, description="what the call will change (the webhook's whole)")
+    why: WhyContext | None = Field(default=None, description="why the agent wants it")
 
 
 class AutoApproveInput(_StrictInput):

@@ -114,7 +114,7 @@ async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection)
 
 
 def _json_or_none(model: BaseModel | None) -> str | None:
-    return None if model is None else model.model_dump_json(exclude_defaults=True)
+    return None if model is None else model.model_dump_json()
 
 
 async def write_approval_changed(tx: Tx, rec: ApprovalRecord) -> None:

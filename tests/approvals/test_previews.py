@@ -8,6 +8,7 @@ call asked again under a new request id, whose preview is against the new conten
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from temporalio.client import Client
@@ -77,6 +78,13 @@ async def test_a_write_over_a_file_is_previewed_as_its_diff_with_the_reason(
         assert preview.target_hash == hashlib.sha256(OLD.encode()).hexdigest()
         assert why_of(row).user_message == "capitalise <beta> in notes.txt"
         assert why_of(row).assistant_text == "Capitalising beta as asked."
+        shown = await run_cli(settings, client, "show", row["request_id"], "--json")
+        assert shown.returncode == 0, shown.stderr
+        document = json.loads(shown.stdout)
+        assert document["preview"]["diff"] == preview.diff and document["preview"]["target_hash"] == preview.target_hash
+        assert document["why"]["user_message"] == "capitalise <beta> in notes.txt"
+        text = await run_cli(settings, client, "show", row["request_id"])
+        assert "+BETA <b>" in text.stdout and "user asked: capitalise <beta> in notes.txt" in text.stdout
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         state = await wait_status(client, cid, "idle")
     assert (ws / "notes.txt").read_text() == NEW
