@@ -137,6 +137,8 @@ async def test_a_file_changed_after_asking_is_not_overwritten_and_the_call_is_as
         fresh = preview_of(again)
         assert fresh.diff is not None and "-someone else's edit\n" in fresh.diff
         assert fresh.changed_since is not None and "changed after the call was asked" in fresh.changed_since
+        [earlier] = why_of(again).earlier  # the card lists what became of the first request
+        assert (earlier.request_id, earlier.resolution) == (first["request_id"], "stale")
 
         refused = await run_cli(settings, client, "approve", first["request_id"])
         assert refused.returncode == 3, refused.stderr
