@@ -31,13 +31,15 @@ size=$(stat -L -c %s -- "$p") || exit 13
 if [ "$size" -gt "$limit" ]; then h=$(sha256sum < "$p") || exit 1; printf '%s %s' "$size" "${h%% *}" >&2; exit 14; fi
 exec head -c "$((limit + 1))" -- "$p"
 """
-# $1 the path, $2 the hash the decision saw; the content arrives on stdin.
+# $1 the path, $2 the hash the decision saw, $3 the most of the previous content to hand back (on
+# stdout, for an undo); the new content arrives on stdin.
 _WRITE_IF_UNCHANGED = r"""
-p=$1; want=$2
+p=$1; want=$2; limit=$3
 case $p in */*) mkdir -p -- "${p%/*}" || exit 1 ;; esac
 [ -d "$p" ] && exit 12
 if [ -e "$p" ]; then h=$(sha256sum < "$p") || exit 1; h=${h%% *}; else h=absent; fi
 if [ "$h" != "$want" ]; then printf %s "$h" >&2; exit 16; fi
+if [ -e "$p" ]; then head -c "$((limit + 1))" -- "$p" || exit 1; fi
 exec cat > "$p"
 """
 
@@ -96,18 +98,27 @@ async def _hash_in_process(ws: Workspace, path: str) -> str | None:
     return content_hash(outcome.data) if outcome.data is not None and outcome.kind == "file" else None
 
 
+@dataclass(frozen=True)
+class Written:
+    message: str
+    previous: bytes | None  # what the write replaced; None: no file, or over the read limit
+
+
 async def write_if_unchanged(
     ws: Workspace, path: str, data: bytes, expected_hash: str, beat: Callable[[], None]
-) -> str:
+) -> Written:
     """Write only when the file still hashes to expected_hash; TargetChanged otherwise."""
     ws.resolve(path)
+    limit = ws.max_read_bytes
     if not ws.sandbox.enabled:
-        now = await _hash_in_process(ws, path)
+        outcome = await beneath(read_beneath, ws, path, _CHECK_LIMIT)
+        now = ABSENT if outcome is None else (content_hash(outcome.data) if outcome.data is not None else None)
         if now != expected_hash:
             raise TargetChanged(path, now or "unreadable")
         await beneath(write_beneath, ws, path, data, missing_ok=False)
-        return f"Wrote {len(data)} bytes to {path}"
-    done = await in_sandbox(ws, _WRITE_IF_UNCHANGED, [path, expected_hash], beat, stdin=data)
+        before = outcome.data if outcome is not None and outcome.data is not None else None
+        return Written(f"Wrote {len(data)} bytes to {path}", before if before is None or len(before) <= limit else None)
+    done = await in_sandbox(ws, _WRITE_IF_UNCHANGED, [path, expected_hash, str(limit)], beat, stdin=data)
     if done.returncode == _CHANGED:
         words = done.stderr.decode(errors="replace").split()
         raise TargetChanged(path, words[-1] if words else "unknown")
@@ -115,4 +126,5 @@ async def write_if_unchanged(
         raise FileToolError(f"{path} is a directory")
     if done.returncode != 0:
         raise failed("write", path, done)
-    return f"Wrote {len(data)} bytes to {path}"
+    kept = None if expected_hash == ABSENT or len(done.stdout) > limit else done.stdout
+    return Written(f"Wrote {len(data)} bytes to {path}", kept)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio import activity
@@ -16,13 +17,23 @@ from activities.previews import preview_effect
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_sources import ToolSources
+from activities.undo import prepare_undo
 from activities.workspaces import workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.models import ListToolsInput, PreviewInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
-from core.previews import EffectPreview
+from core.previews import EffectPreview, content_hash
 from core.tool_specs import TOOL_SPECS, InvalidToolCall
+from core.undo import PrepareUndoInput, UndoPlan
+from storage.previous_content import PreviousContent
 from storage.store import ProjectionStore
-from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, PREVIEW_EFFECT, RUN_PYTHON_TOOL
+from workflows.activity_calls import (
+    CALL_MCP_TOOL,
+    EXECUTE_TOOL,
+    LIST_TOOLS,
+    PREPARE_UNDO,
+    PREVIEW_EFFECT,
+    RUN_PYTHON_TOOL,
+)
 
 
 class ToolActivities:
@@ -35,7 +46,9 @@ class ToolActivities:
         sandbox: SandboxPolicy | None = None,
         host_queue: str | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        undo_retention_seconds: float = 7 * 86400.0,
     ) -> None:
+        self._undo_retention = undo_retention_seconds
         self._workspace_dir = workspace_dir
         self._max_read_bytes = max_read_bytes
         self._host_queue = host_queue  # this worker's host task queue: it runs requests meant for it
@@ -57,6 +70,13 @@ class ToolActivities:
     def _workspace(self, key: str | None, network: bool) -> Workspace:
         root = workspace_for(self._workspace_dir, key)
         return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes)
+
+    @activity.defn(name=PREPARE_UNDO)
+    async def prepare_undo(self, request: PrepareUndoInput) -> UndoPlan:
+        """What an undo of an approved write would restore, or why it must refuse."""
+        return await prepare_undo(
+            self._workspace(request.workspace, False), self._projection, request, activity.heartbeat
+        )
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
@@ -155,7 +175,9 @@ class ToolActivities:
         try:
             if request.tool_name == "write_file" and request.target_hash is not None:
                 path, data = request.arguments["path"], request.arguments["content"].encode()
-                content = await write_if_unchanged(workspace, path, data, request.target_hash, activity.heartbeat)
+                written = await write_if_unchanged(workspace, path, data, request.target_hash, activity.heartbeat)
+                await self._keep_previous(request, written.previous, data)
+                content = written.message
             else:
                 content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
         except TargetChanged as err:
@@ -167,6 +189,24 @@ class ToolActivities:
         except (InvalidToolCall, ValueError, OSError) as err:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)
+
+    async def _keep_previous(self, request: ToolRequest, previous: bytes | None, written: bytes) -> None:
+        """What an approved write replaced, for an undo; a write of a new file replaced nothing."""
+        if previous is None:
+            return
+        kept = PreviousContent(
+            request_id=request.request_id,
+            conversation_id=request.conversation_id,
+            path=request.arguments["path"],
+            before=previous,
+            before_hash=content_hash(previous),
+            after_hash=content_hash(written),
+            stored_at=datetime.now(UTC).isoformat(),
+        )
+        try:
+            await self._projection.keep_previous_content(kept, self._undo_retention)
+        except Exception as err:  # the write happened: a lost undo copy must not turn it into a failure
+            activity.logger.warning("could not keep what %s replaced: %s", request.request_id, err)
 
 
 WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation's host", wrong_host=True)

@@ -46,6 +46,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "deltas": (500, 100),
     "file_tools": (200, 30),
     "request_latency": (100, 20),
+    "preview": (100, 20),
 }
 
 SETTINGS = [
@@ -104,6 +105,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "file_tools": ("sc_file_tools", {}),
     "deltas": ("sc_deltas", {}),
     "request_latency": ("sc_requests", {}),
+    "preview": ("sc_preview", {}),
 }
 
 

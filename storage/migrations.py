@@ -143,6 +143,11 @@ def _projection_v9(dialect: Dialect) -> list[str]:
         _add_column("ui_pending_approvals", "preview_json", "TEXT"),
         _add_column("ui_pending_approvals", "why_json", "TEXT"),
         _add_column("ui_pending_approvals", "reasked_as", "TEXT"),
+        # What an approved write_file replaced, for an undo; pruned after UNDO_RETENTION_SECONDS.
+        """CREATE TABLE IF NOT EXISTS ui_previous_content (
+            request_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, path TEXT NOT NULL,
+            before_b64 TEXT NOT NULL, before_hash TEXT NOT NULL, after_hash TEXT NOT NULL, stored_at TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS ui_previous_content_age ON ui_previous_content (stored_at)",
     ]
 
 

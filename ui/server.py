@@ -14,7 +14,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from config.settings import Settings
 from storage.store import ProjectionStore
-from ui import approval_routes, conversation_routes, events, pages, slack, team_routes
+from ui import approval_routes, conversation_routes, events, pages, slack, team_routes, undo_routes
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     conversation_routes.router,
     approval_routes.router,
+    undo_routes.router,
     team_routes.router,
     events.router,
     pages.router,

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
     )
     from core.previews import EffectPreview
+    from core.undo import PrepareUndoInput, UndoPlan
 
 CALL_LLM = "call_llm"
 EXECUTE_TOOL = "execute_tool"
@@ -38,6 +39,7 @@ RUN_PYTHON_TOOL = "run_python_tool"
 PICK_TOOL_HOST = "pick_tool_host"
 CALL_MCP_TOOL = "call_mcp_tool"
 PREVIEW_EFFECT = "preview_effect"
+PREPARE_UNDO = "prepare_undo"
 # Which activity runs a tool, by the tool's source.
 TOOL_ACTIVITIES = {"builtin": EXECUTE_TOOL, "python": RUN_PYTHON_TOOL, "mcp": CALL_MCP_TOOL}
 PROJECT_CONVERSATION = "project_conversation"
@@ -113,6 +115,20 @@ async def preview_effect(request: PreviewInput, task_queue: str | None) -> Effec
         heartbeat_timeout=timedelta(seconds=10),
         retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
         summary=f"preview {request.request_id}: {request.tool_name}",
+    )
+
+
+async def prepare_undo(request: PrepareUndoInput, task_queue: str | None) -> UndoPlan:
+    """What an undo would restore, or why not: read on the conversation's host, like its tools."""
+    return await workflow.execute_activity(
+        PREPARE_UNDO,
+        request,
+        task_queue=task_queue,
+        result_type=UndoPlan,
+        start_to_close_timeout=timedelta(seconds=60),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        summary=f"prepare the undo of {request.request_id}",
     )
 
 

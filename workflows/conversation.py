@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.stoppable import unless_closed
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
+    from workflows.undo import UPDATE_UNDO, Undoer, UndoInput, UndoResult
     from workflows.workspace_choice import carried_workspace, choose_workspace
 
 MAX_MODEL_STEPS_PER_TURN = 25
@@ -113,6 +114,7 @@ class ConversationWorkflow:
             start.used_tool_call_ids,
         )
         self._tool_queue = start.tool_queue
+        self._undo = Undoer(self._tools.context, self._tools, self.tool_queue)
         self._delegator = Delegator(
             start, lambda: self._closed, self.tool_queue, self._tools.tool_names, lambda: self._workspace
         )
@@ -126,9 +128,12 @@ class ConversationWorkflow:
             self._messages.append(ChatMessage(role="system", content=SYSTEM_PROMPT))
         self._outbox.resume(start.notifications)
         while True:
-            await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
+            await workflow.wait_condition(lambda: bool(self._inbox) or self._closed or self._undo.queued())
             if self._closed:
                 break
+            if self._undo.queued():  # undos asked by people run between turns
+                await self._undo.settle_all()
+                continue
             try:
                 await self._run_turn(self._inbox.pop(0))
             except asyncio.CancelledError:
@@ -306,6 +311,15 @@ class ConversationWorkflow:
         if refusal is not None:
             error_type, message = refusal
             raise ApplicationError(message, type=error_type, non_retryable=True)
+
+    @workflow.update(name=UPDATE_UNDO)
+    async def undo(self, *args: Any) -> UndoResult:
+        """Ask to undo an approved write_file (workflows/undo.py): answered with the undo's request
+        id, or refused with the file's three states when it changed since."""
+        undo = one_payload(UPDATE_UNDO, args, UndoInput)
+        if undo is None or self._closed:
+            raise ApplicationError("undo needs {request_id} on an open conversation", type="UndoRefused")
+        return await self._undo.ask(undo)
 
     @workflow.signal(name=SIGNAL_EXTEND_APPROVAL)
     def extend_approval(self, *args: Any) -> None:

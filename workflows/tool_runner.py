@@ -116,6 +116,10 @@ class ToolRunner:
         enabled = lambda: workflow.patched(patches.EDIT_BEFORE_APPROVING)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
 
+    @property
+    def context(self) -> ToolContext:
+        return self._ctx
+
     def tool_running(self) -> bool:
         """A tool call of this conversation is on its way to its host or running there."""
         return self._lock.locked()
@@ -294,6 +298,23 @@ class ToolRunner:
         )
         ctx.book.open(record)
         return record
+
+    def watch(self, record: ApprovalRecord) -> asyncio.Future[None]:
+        """Show a request opened outside a model's message (an undo) and keep its deadline."""
+        return asyncio.ensure_future(self._watch(record))
+
+    async def run_asked(self, record: ApprovalRecord) -> ToolResult | None:
+        """Once decided, run a request opened outside a model's message; None: it did not run."""
+        await _decided(record)
+        spec = BUILTIN_CATALOG.tools.get(record.tool_name)
+        if record.resolution not in ("allow", "always_allow", "edit") or spec is None or self._ctx.is_closed():
+            return None
+        call = ToolCall(id=record.tool_call_id, name=record.tool_name, arguments="{}")
+        result = await self._execute(record.turn_id, call, spec, record.edited_arguments or record.arguments, record)
+        if result.stale_target is not None:  # changed again since the undo was asked: not run
+            record.resolution, record.reason = "stale", "the file changed after the undo was asked; not run"
+            await calls.project(self._resolutions.payload(record))
+        return result
 
     async def _watch(self, record: ApprovalRecord) -> None:
         """Mirror one request into the projection, expire it on time, mirror its resolution."""

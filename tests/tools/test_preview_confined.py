@@ -59,8 +59,9 @@ def test_a_write_bound_to_a_preview_refuses_a_changed_file(tmp_path: Path, launc
         asyncio.run(write_if_unchanged(ws, "a.txt", b"two\n", seen.target_hash, lambda: None))
     assert changed.value.now_hash == content_hash(b"changed\n")
     assert (ws.root / "a.txt").read_text() == "changed\n"
-    asyncio.run(write_if_unchanged(ws, "a.txt", b"two\n", content_hash(b"changed\n"), lambda: None))
+    written = asyncio.run(write_if_unchanged(ws, "a.txt", b"two\n", content_hash(b"changed\n"), lambda: None))
     assert (ws.root / "a.txt").read_text() == "two\n"
+    assert written.previous == b"changed\n", "what the write replaced, for an undo"
     assert preview(ws, "b.txt").target_hash == ABSENT
     asyncio.run(write_if_unchanged(ws, "sub/b.txt", b"x", ABSENT, lambda: None))
     assert (ws.root / "sub" / "b.txt").read_bytes() == b"x"

@@ -34,6 +34,7 @@ SERVED = {
     ("POST", "/api/approvals/{request_id:path}/decision"): "ui.approval_routes",
     ("POST", "/api/approvals/decisions"): "ui.approval_routes",
     ("POST", "/api/approvals/{request_id:path}/extend"): "ui.approval_routes",
+    ("POST", "/api/approvals/{request_id:path}/undo"): "ui.undo_routes",
     ("GET", "/api/session"): "ui.team_routes",
     ("GET", "/api/audit"): "ui.team_routes",
     ("GET", "/api/events"): "ui.events",

@@ -2,6 +2,7 @@
 // and through reveal(), so characters that hide or reorder text are shown escaped and flagged.
 import { reveal } from "./visible.js";
 import { previewBlock, whyBlock } from "./preview.js";
+import { undoable } from "./undo.js";
 
 export const STATUS_LABELS = {
   awaiting_approval: "awaiting approval",
@@ -201,7 +202,7 @@ function mayDecide(approvers, principal, notBy) {
   return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
 }
 
-export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender }) {
+export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender, undoer }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -247,6 +248,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
   if (approval.status !== "pending") {
     const outcome = "card-outcome outcome-" + (approval.decision || approval.claimed_decision);
     card.append(shownEl("p", outcome, outcomeText(approval), true));
+    if (undoer && undoable(approval)) card.append(undoer(approval));
     return card;
   }
   if (extender) card.append(extender(approval));
