@@ -65,6 +65,8 @@ class ToolActivities:
     @activity.defn(name=PREVIEW_EFFECT)
     async def preview_effect(self, request: PreviewInput) -> EffectPreview:
         """What an asked call will change, read in the call's own workspace and confinement."""
+        if request.run_on is not None and request.run_on != self._host_queue:
+            return EffectPreview(kind="tool", summary="not read: another host's workspace", wrong_host=True)
         return await preview_effect(self._workspace(request.workspace, False), request, activity.heartbeat)
 
     def _workspace(self, key: str | None, network: bool) -> Workspace:

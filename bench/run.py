@@ -46,7 +46,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "deltas": (500, 100),
     "file_tools": (200, 30),
     "request_latency": (100, 20),
-    "preview": (100, 20),
+    "preview": (50, 20),
 }
 
 SETTINGS = [

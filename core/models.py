@@ -462,6 +462,7 @@ class PreviewInput(BaseModel):
     workspace: str | None = None
     annotations: dict[str, Any] = Field(default_factory=dict)
     rule: str | None = None
+    run_on: str | None = Field(default=None, description="as ToolRequest.run_on: the one host that may read it")
 
 
 class ListToolsInput(BaseModel):

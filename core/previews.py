@@ -44,6 +44,7 @@ class EffectPreview(BaseModel):
     rule: str | None = Field(default=None, description="run_shell: the rule that asked (None: no allow covers it)")
     hints: dict[str, Any] = Field(default_factory=dict, description="an MCP tool's annotations")
     changed_since: str | None = Field(default=None, description="a re-asked call: what changed since it was asked")
+    wrong_host: bool = Field(default=False, description="not read: this worker is not on the request's run_on host")
 
 
 def content_hash(data: bytes | None) -> str:

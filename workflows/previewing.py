@@ -65,10 +65,22 @@ class Previewer:
             rule=rule,
         )
         try:
-            return await calls.preview_effect(request, await self._tool_queue())
+            return await self._read_on_host(request)
         except ActivityError as err:
             why = f"no preview: {err.__cause__ or err}"
             return EffectPreview(kind="tool", summary=why, note=why)
+
+    async def _read_on_host(self, request: PreviewInput) -> EffectPreview:
+        """As a pinned tool goes (workflows/tool_dispatch.py): first on the workflow's own queue, marked
+        with its host, so the worker that holds the workflow reads it at once when it is that host;
+        another host's worker reads nothing, and it then goes to the host's own queue."""
+        host = await self._tool_queue()
+        if host is None:
+            return await calls.preview_effect(request, None)
+        here = await calls.preview_effect(request.model_copy(update={"run_on": host}), None)
+        if not here.wrong_host:
+            return here
+        return await calls.preview_effect(request, host)
 
     def why(self, request_id: str) -> WhyContext:
         """The turn's request, the assistant's words before the call, and the earlier decisions."""
