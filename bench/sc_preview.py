@@ -10,6 +10,7 @@ exported from git. The two alternate one conversation at a time; every request i
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,15 @@ def _seed(settings: Settings, ids: list[str]) -> None:
 
 
 async def _latency(bench: Bench, cid: str) -> float:
-    history = await bench.client.get_workflow_handle(cid).fetch_history()
-    [replied] = activity_completed_at(history, CALL_LLM)
-    [shown] = activity_completed_at(history, PROJECT_APPROVAL_REQUESTED)
-    return shown - replied
+    """The row is written by the activity a moment before its completion is in history: wait for both."""
+    for _ in range(500):
+        history = await bench.client.get_workflow_handle(cid).fetch_history()
+        replied = activity_completed_at(history, CALL_LLM)
+        shown = activity_completed_at(history, PROJECT_APPROVAL_REQUESTED)
+        if replied and shown:
+            return shown[0] - replied[0]
+        await asyncio.sleep(0.02)
+    raise RuntimeError(f"{cid}: no card recorded in history")
 
 
 async def run(bench: Bench, count: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvers import approvers_for, required_for
-    from core.models import ApprovalRecord, ChatMessage, request_id_for
+    from core.models import ApprovalRecord, ChatMessage, TurnStatus, request_id_for
     from core.tool_specs import BUILTIN_CATALOG
     from core.undo import (
         ERROR_UNDO_REFUSED,
@@ -101,3 +101,7 @@ class Undoer:
                 self._ctx.append_message(
                     ChatMessage(role="system", content=undo_note(record.decided_by, original, path))
                 )
+            if not self._ctx.is_closed():  # between turns again
+                pending = self._ctx.book.pending()
+                after: TurnStatus = "awaiting_approval" if pending else "idle"
+                await self._ctx.status.set(after, pending, event="undo.settled", key=record.request_id)

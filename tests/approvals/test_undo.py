@@ -13,7 +13,7 @@ from core.models import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, new_workspace, pending_rows, wait_pending, wait_status
+from tests.helpers import approval_row, eventually, new_workspace, pending_rows, rows, wait_pending, wait_status
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
@@ -54,6 +54,7 @@ async def test_an_undo_is_asked_restores_the_exact_bytes_and_refuses_after_a_lat
         await send_decision(client, settings, DecisionInput(request_id=undo_id, decision="allow", decided_by="dave"))
         await eventually(lambda: _done(settings, undo_id))
         assert target.read_bytes() == OLD
+        await eventually(lambda: _idle(settings, cid))  # the read model shows it between turns again
         decided = approval_row(settings.approvals_db, undo_id)
         assert (decided["decision"], decided["decided_by"], decided["execution_state"]) == ("allow", "dave", "done")
 
@@ -69,6 +70,11 @@ async def test_an_undo_is_asked_restores_the_exact_bytes_and_refuses_after_a_lat
         assert "== what the approved write changed" in again.stdout
         assert pending_rows(settings.approvals_db, cid) == []
     assert target.read_text() == "a later edit\n"
+
+
+async def _idle(settings: Settings, cid: str) -> bool:
+    [row] = rows(settings.approvals_db, "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?", cid)
+    return row["turn_status"] == "idle"
 
 
 async def _done(settings: Settings, request_id: str) -> bool:

@@ -4,6 +4,7 @@ the call is asked again with a diff against the new content, and nothing wrote o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Browser, expect
@@ -14,7 +15,7 @@ from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, new_workspace, start_and_wait, wait_status
+from tests.helpers import approval_row, eventually, new_workspace, start_and_wait, wait_status
 from tests.scripts import ScriptedModel, last_role
 
 OLD = "alpha\nbeta\ngamma\n"
@@ -75,3 +76,61 @@ async def test_the_card_shows_the_diff_and_the_reason_and_a_stale_approval_is_as
         await wait_status(client, cid, "idle")
         assert [p for p in inbox.problems if "status of 409" not in p] == []  # the refusal we asked for
     assert target.read_text() == NEW
+
+
+OLD_BYTES = "première\r\nsans fin".encode()
+
+
+def rewrite(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    if last_role(messages) == "user":
+        return tool_reply(("c1", "write_file", {"path": "doc.txt", "content": "rewritten\n"}))
+    return text_reply("done")
+
+
+async def test_undo_on_the_decided_card_is_asked_restores_the_bytes_and_refuses_after_a_change(
+    browser: Browser,
+    env: WorkflowEnvironment,
+    client: Client,
+    settings: Settings,
+    model: ScriptedModel,
+    histories: HistoryRecorder,
+) -> None:
+    model.behaviour = rewrite
+    cid, ws = new_workspace(settings)
+    target = ws / "doc.txt"
+    target.write_bytes(OLD_BYTES)
+    async with serve_inbox(browser, env, settings, client) as inbox:
+        started = await start_and_wait(client, settings, "rewrite doc.txt", histories, conversation_id=cid, pending=1)
+        write_id = started.pending[0]["request_id"]
+        page = await inbox.open()
+        await page.locator(f'#inbox-cards [data-request-id="{write_id}"] .button-allow').click()
+        await wait_status(client, cid, "idle")
+        assert target.read_text() == "rewritten\n"
+
+        await page.goto(f"{inbox.served.url}/#/conversations/{cid}")
+        await page.locator("#decided-approvals summary").click()
+        decided = page.locator(f'#decided-cards [data-request-id="{write_id}"]')
+        await decided.locator(".button-undo").click()
+        undo_id = f"perm_{cid}_undo-c1"
+        await expect(page.locator(".undo-asked")).to_contain_text(undo_id)
+        await page.goto(inbox.served.url + "/")
+        undo_card = page.locator(f'#inbox-cards [data-request-id="{undo_id}"]')
+        await expect(undo_card.locator(".diff-removed")).to_have_text(["-rewritten"])
+        assert target.read_text() == "rewritten\n", "the undo waits for its approval"
+        await undo_card.locator(".button-allow").click()
+        await eventually(lambda: _restored(target))
+        assert approval_row(settings.approvals_db, undo_id)["decision"] == "allow"
+
+        target.write_text("a later edit\n")
+        await page.goto(f"{inbox.served.url}/#/conversations/{cid}")
+        await page.locator("#decided-approvals summary").click()
+        await page.locator(f'#decided-cards [data-request-id="{write_id}"] .button-undo').click()
+        await expect(page.locator(".undo-refused")).to_contain_text("changed since")
+        await expect(page.locator(".undo-three-way")).to_contain_text("+a later edit")
+        await screenshot(page, "conversation-undo-refused.png")
+        assert [p for p in inbox.problems if "status of 409" not in p] == []
+    assert target.read_text() == "a later edit\n"
+
+
+async def _restored(target: Path) -> bool:
+    return target.read_bytes() == OLD_BYTES
