@@ -39,6 +39,7 @@ RUN_PYTHON_TOOL = "run_python_tool"
 PICK_TOOL_HOST = "pick_tool_host"
 CALL_MCP_TOOL = "call_mcp_tool"
 PREVIEW_EFFECT = "preview_effect"
+PREVIEW_HOST_WAIT = timedelta(seconds=10)
 PREPARE_UNDO = "prepare_undo"
 # Which activity runs a tool, by the tool's source.
 TOOL_ACTIVITIES = {"builtin": EXECUTE_TOOL, "python": RUN_PYTHON_TOOL, "mcp": CALL_MCP_TOOL}
@@ -111,6 +112,9 @@ async def preview_effect(request: PreviewInput, task_queue: str | None) -> Effec
         request,
         task_queue=task_queue,
         result_type=EffectPreview,
+        # A host that is gone must not keep the card from being shown: past this the request is
+        # asked with a note instead of a preview (and the conversation can be moved).
+        schedule_to_start_timeout=PREVIEW_HOST_WAIT if task_queue is not None else None,
         start_to_close_timeout=timedelta(seconds=60),
         heartbeat_timeout=timedelta(seconds=10),
         retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),

@@ -14,6 +14,7 @@ from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, new_workspace, pending_rows, rows, wait_pending, wait_status
+from tests.postgres import on_both_backends
 from tests.processes import run_cli
 from tests.scripts import ScriptedModel, last_role
 from worker import build_worker
@@ -28,6 +29,7 @@ def behave(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return text_reply("ok")
 
 
+@on_both_backends
 async def test_an_undo_is_asked_restores_the_exact_bytes_and_refuses_after_a_later_change(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
