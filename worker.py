@@ -107,12 +107,19 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         sandbox,
         settings.host_task_queue,
         settings.max_read_bytes(),
+        settings.undo_retention,
     )
     hosts = HostActivities(settings.host_task_queue)
     notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
     writes = ProjectionActivities(projection)
     projection.on_resolved(notify.message_decided)  # a decided request's Slack messages say so
-    runners = [tools.execute_tool, tools.run_python_tool, tools.call_mcp_tool]
+    runners: list[Any] = [
+        tools.execute_tool,
+        tools.run_python_tool,
+        tools.call_mcp_tool,
+        tools.preview_effect,
+        tools.prepare_undo,
+    ]
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)

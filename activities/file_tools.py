@@ -71,14 +71,14 @@ def as_text(path: str, data: bytes) -> str:
     return truncate(data.decode(errors="replace"))
 
 
-def _failed(what: str, path: str, done: Finished) -> FileToolError:
+def failed(what: str, path: str, done: Finished) -> FileToolError:
     if done.returncode is None:
         return FileToolError(f"{what} {path} took longer than {FILE_TOOL_TIMEOUT_SECONDS:g} seconds and was stopped")
     lines = done.stderr.decode(errors="replace").strip().splitlines()
     return FileToolError(f"could not {what} {path}: {lines[-1] if lines else f'exit status {done.returncode}'}")
 
 
-async def _in_sandbox(
+async def in_sandbox(
     ws: Workspace, script: str, args: list[str], beat: Callable[[], None], stdin: bytes | None = None
 ) -> Finished:
     argv = ["/bin/sh", "-c", script, "file-tool", *args]
@@ -89,15 +89,15 @@ async def read_file(ws: Workspace, kv: object, args: dict[str, Any], beat: Calla
     path, limit = args["path"], ws.max_read_bytes
     ws.resolve(path)
     if not ws.sandbox.enabled:
-        return _read_in_process(ws, path, await _beneath(read_beneath, ws, path, limit))
-    done = await _in_sandbox(ws, _READ, [path, str(limit)], beat)
+        return _read_in_process(ws, path, await beneath(read_beneath, ws, path, limit))
+    done = await in_sandbox(ws, _READ, [path, str(limit)], beat)
     if done.returncode in (_IS_DIR, _NOT_FILE):
         return f"Error: {path} does not exist or is not a file"
     if done.returncode == _TOO_BIG:
         reported = done.stderr.split()[-1:]  # the script's last word: the size it found
         raise too_big(path, int(reported[0]) if reported and reported[0].isdigit() else limit + 1, limit)
     if done.returncode != 0:
-        raise _failed("read", path, done)
+        raise failed("read", path, done)
     if len(done.stdout) > limit:  # it grew between the size check and the read
         raise too_big(path, len(done.stdout), limit)
     return as_text(path, done.stdout)
@@ -115,13 +115,13 @@ async def write_file(ws: Workspace, kv: object, args: dict[str, Any], beat: Call
     path, data = args["path"], args["content"].encode()
     ws.resolve(path)
     if not ws.sandbox.enabled:
-        await _beneath(write_beneath, ws, path, data, missing_ok=False)
+        await beneath(write_beneath, ws, path, data, missing_ok=False)
         return f"Wrote {len(data)} bytes to {path}"
-    done = await _in_sandbox(ws, _WRITE, [path], beat, stdin=data)
+    done = await in_sandbox(ws, _WRITE, [path], beat, stdin=data)
     if done.returncode == _IS_DIR:
         raise FileToolError(f"{path} is a directory")
     if done.returncode != 0:
-        raise _failed("write", path, done)
+        raise failed("write", path, done)
     return f"Wrote {len(data)} bytes to {path}"
 
 
@@ -129,18 +129,18 @@ async def list_dir(ws: Workspace, kv: object, args: dict[str, Any], beat: Callab
     path = args["path"]
     ws.resolve(path)
     if not ws.sandbox.enabled:
-        entries = await _beneath(list_beneath, ws, path)
+        entries = await beneath(list_beneath, ws, path)
     else:
-        done = await _in_sandbox(ws, _LIST, [path], beat)
+        done = await in_sandbox(ws, _LIST, [path], beat)
         if done.returncode not in (0, _NOT_DIR):
-            raise _failed("list", path, done)
+            raise failed("list", path, done)
         entries = None if done.returncode == _NOT_DIR else done.stdout.decode(errors="replace").splitlines()
     if entries is None:
         return f"Error: {path} is not a directory"
     return truncate("\n".join(entries)) if entries else "(empty directory)"
 
 
-async def _beneath(function: Callable[..., Any], ws: Workspace, *args: Any, missing_ok: bool = True) -> Any:
+async def beneath(function: Callable[..., Any], ws: Workspace, *args: Any, missing_ok: bool = True) -> Any:
     """An in-process open below the workspace, on a thread; a missing path is None when missing_ok."""
     ws.root.mkdir(parents=True, exist_ok=True)
     try:

@@ -5,23 +5,37 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
+from activities.file_state import TargetChanged, write_if_unchanged
 from activities.ledger import Ledger, unknown_outcome_result
 from activities.mcp_elicitation import Asker
+from activities.previews import preview_effect
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_sources import ToolSources
+from activities.undo import prepare_undo
 from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
 from activities.workspaces import workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
-from core.models import ListToolsInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
+from core.models import ListToolsInput, PreviewInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
+from core.previews import EffectPreview, content_hash
 from core.tool_specs import TOOL_SPECS, InvalidToolCall
+from core.undo import PrepareUndoInput, UndoPlan
+from storage.previous_content import PreviousContent
 from storage.store import ProjectionStore
-from workflows.activity_calls import CALL_MCP_TOOL, EXECUTE_TOOL, LIST_TOOLS, RUN_PYTHON_TOOL
+from workflows.activity_calls import (
+    CALL_MCP_TOOL,
+    EXECUTE_TOOL,
+    LIST_TOOLS,
+    PREPARE_UNDO,
+    PREVIEW_EFFECT,
+    RUN_PYTHON_TOOL,
+)
 
 
 class ToolActivities:
@@ -34,7 +48,9 @@ class ToolActivities:
         sandbox: SandboxPolicy | None = None,
         host_queue: str | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        undo_retention_seconds: float = 7 * 86400.0,
     ) -> None:
+        self._undo_retention = undo_retention_seconds
         self._workspace_dir = workspace_dir
         self._max_read_bytes = max_read_bytes
         self._host_queue = host_queue  # this worker's host task queue: it runs requests meant for it
@@ -47,6 +63,24 @@ class ToolActivities:
     async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
         activity.heartbeat()
         return await self.sources.catalog(request.workspace)
+
+    @activity.defn(name=PREVIEW_EFFECT)
+    async def preview_effect(self, request: PreviewInput) -> EffectPreview:
+        """What an asked call will change, read in the call's own workspace and confinement."""
+        if request.run_on is not None and request.run_on != self._host_queue:
+            return EffectPreview(kind="tool", summary="not read: another host's workspace", wrong_host=True)
+        return await preview_effect(self._workspace(request.workspace, False), request, activity.heartbeat)
+
+    def _workspace(self, key: str | None, network: bool) -> Workspace:
+        root = workspace_for(self._workspace_dir, key)
+        return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes)
+
+    @activity.defn(name=PREPARE_UNDO)
+    async def prepare_undo(self, request: PrepareUndoInput) -> UndoPlan:
+        """What an undo of an approved write would restore, or why it must refuse."""
+        return await prepare_undo(
+            self._workspace(request.workspace, False), self._projection, request, activity.heartbeat
+        )
 
     @activity.defn(name=EXECUTE_TOOL)
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
@@ -146,10 +180,18 @@ class ToolActivities:
         kv = KvStore(request.kv)
         # Network is decided per call by the workflow from the policy's network rules; the
         # directory by the request's workspace key (the conversation's, or its parent's).
-        root = workspace_for(self._workspace_dir, request.workspace)
-        workspace = Workspace(root, self._sandbox.with_network(request.network), self._max_read_bytes)
+        workspace = self._workspace(request.workspace, request.network)
         try:
-            content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+            if request.tool_name == "write_file" and request.target_hash is not None:
+                path, data = request.arguments["path"], request.arguments["content"].encode()
+                written = await write_if_unchanged(workspace, path, data, request.target_hash, activity.heartbeat)
+                await self._keep_previous(request, written.previous, data)
+                content = written.message
+            else:
+                content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+        except TargetChanged as err:
+            activity.logger.warning("not running %s: %s", request.request_id, err)
+            return ToolResult(content=f"Not run: {err}.", stale_target=err.now_hash)
         except SandboxUnavailable as err:
             activity.logger.error("not running %s: %s", request.request_id, err)
             return ToolResult(content=f"Error: not run: {err}", is_error=True)
@@ -157,12 +199,33 @@ class ToolActivities:
             return ToolResult(content=f"Error: {err}", is_error=True)
         return ToolResult(content=content, kv=kv.values if kv.changed else None)
 
+    async def _keep_previous(self, request: ToolRequest, previous: bytes | None, written: bytes) -> None:
+        """What an approved write replaced, for an undo; a write of a new file replaced nothing."""
+        if previous is None:
+            return
+        kept = PreviousContent(
+            request_id=request.request_id,
+            conversation_id=request.conversation_id,
+            path=request.arguments["path"],
+            before=previous,
+            before_hash=content_hash(previous),
+            after_hash=content_hash(written),
+            stored_at=datetime.now(UTC).isoformat(),
+        )
+        try:
+            await self._projection.keep_previous_content(kept, self._undo_retention)
+        except Exception as err:  # the write happened: a lost undo copy must not turn it into a failure
+            activity.logger.warning("could not keep what %s replaced: %s", request.request_id, err)
+
 
 WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation's host", wrong_host=True)
 
 
 def _finished(result: ToolResult) -> str:
-    """The execution state of a run that ended: `failed` when the tool returned an error."""
+    """The execution state of a run that ended: `failed` when the tool returned an error, `stale`
+    when its target changed and it did not run."""
+    if result.stale_target is not None:
+        return "stale"
     return "failed" if result.is_error else "done"
 
 

@@ -297,6 +297,20 @@ def _observability(s: dict[str, Any]) -> list[str]:
     return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
 
 
+def _preview(s: dict[str, Any]) -> list[str]:
+    how = (
+        f"From the model's reply to the card's row in the read model, for a write over a {s['file_bytes']:,}-byte"
+        " file; alternating, same run: this tree's worker, and the worker of the revision before previews."
+    )
+    out = ["## The effect preview between the reply and the card", "", how, ""]
+    rows = [
+        [label, *(s[key][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))]
+        for label, key in (("with the preview", "with_preview"), ("without (before previews)", "without_preview"))
+    ]
+    rows.append(["**added at p50**", f"**{s['added_p50_ms']} ms**", "", "", ""])
+    return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]
+
+
 def _deltas(s: dict[str, Any]) -> list[str]:
     how = (
         f"{s['replies']} streamed replies of {s['pieces_per_reply']} pieces through the worker's delta writer,"
@@ -433,6 +447,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _file_tools(sc["file_tools"])
     if "request_latency" in sc:
         lines += _request_latency(sc["request_latency"])
+    if "preview" in sc:
+        lines += _preview(sc["preview"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

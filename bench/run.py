@@ -47,6 +47,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "file_tools": (200, 30),
     "request_latency": (100, 20),
     "observability": (200, 30),
+    "preview": (50, 20),
 }
 
 SETTINGS = [
@@ -106,6 +107,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "deltas": ("sc_deltas", {}),
     "request_latency": ("sc_requests", {}),
     "observability": ("sc_observability", {}),
+    "preview": ("sc_preview", {}),
 }
 
 

@@ -39,6 +39,21 @@ def mcp_text(tag: str, repo: str) -> str:
     return f"bench mcp {tag} {repo}"
 
 
+# The preview scenario's conversations overwrite a 100 KB file, changing one line of it.
+PREVIEW_PREFIX = "preview-"
+PREVIEW_FILE = "big.txt"
+PREVIEW_LINES = 2000  # of 51 bytes each: 102,000 bytes
+
+
+def preview_file_text(changed: bool = False) -> str:
+    lines = [
+        f"line {n:05d} of the file the approved write replaces, padded.\n"[:50] + "\n" for n in range(PREVIEW_LINES)
+    ]
+    if changed:
+        lines[PREVIEW_LINES // 2] = "this line is the one the model changes, padded out."[:50] + "\n"
+    return "".join(lines)
+
+
 def respond(body: dict[str, Any]) -> dict[str, Any]:
     messages = body["messages"]
     if is_summary_request(messages):  # a compaction: the demo model's scripted summary
@@ -48,6 +63,8 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         _, _, tag, repo = str(last["content"]).split(" ", 3)
         arguments = {"repo_path": repo, "branch_name": tag}
         return tool_reply(("call_1", "mcp__git__git_create_branch", arguments))
+    if last["role"] == "user" and tag_of(str(last["content"])).startswith(PREVIEW_PREFIX):
+        return tool_reply(("call_1", "write_file", {"path": PREVIEW_FILE, "content": preview_file_text(True)}))
     if last["role"] == "user":
         tag = tag_of(str(last["content"]))
         shell = ("call_1", "run_shell", {"command": shell_command(tag)})

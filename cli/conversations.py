@@ -110,6 +110,10 @@ async def _projected_state(session: Session, conversation_id: str) -> dict[str, 
 
 
 async def show(args: argparse.Namespace, session: Session) -> int:
+    from cli.request_view import is_request_id, show_request
+
+    if is_request_id(args.conversation):  # one approval request, whole
+        return await show_request(args, session)
     state = await query_state(session, args.conversation, args.timeout)
     if state is None:
         state = await _projected_state(session, args.conversation)

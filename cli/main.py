@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deny": ("cli.approvals", "decide"),
     "edit": ("cli.edit", "edit"),
     "extend": ("cli.deadlines", "extend"),
+    "undo": ("cli.undo", "undo"),
     "audit": ("cli.audit", "audit"),
     "rules": ("cli.rules", "rules"),
     "stats": ("cli.stats", "stats"),

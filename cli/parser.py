@@ -80,8 +80,8 @@ def build_parser() -> OneLineParser:
     send.add_argument("conversation", type=text)
     send.add_argument("message", type=text)
 
-    show = verbs.add_parser("show", help="a conversation's transcript and status")
-    show.add_argument("conversation", type=text)
+    show = verbs.add_parser("show", help="a conversation's transcript and status, or one request (perm_...) whole")
+    show.add_argument("conversation", type=text, metavar="CONVERSATION_OR_REQUEST")
     show.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for a worker to answer")
     show.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
@@ -127,6 +127,10 @@ def build_parser() -> OneLineParser:
     extend.add_argument("--by", type=duration, required=True, help="how much longer: seconds, or 30m, 12h, 7d")
     extend.add_argument("--reason", help="why; recorded with the extension")
     extend.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who extends (default: your login)")
+
+    undo = verbs.add_parser("undo", help="ask to restore what an approved write_file replaced (itself approved)")
+    undo.add_argument("request_id", metavar="REQUEST_ID", type=text)
+    undo.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who asks (default: your login)")
 
     audit = verbs.add_parser("audit", help="every approval request and decision: who, via which door, outcome")
     audit.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")

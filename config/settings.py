@@ -167,6 +167,8 @@ class Settings:
     approval_timeout: float = field(default_factory=lambda: _float_env("APPROVAL_TIMEOUT", 604800.0))
     # Streamed `message.delta` rows are pruned this long after they were written (the reply ended).
     stream_delta_retention: float = field(default_factory=lambda: _float_env("STREAM_DELTA_RETENTION_SECONDS", 3600.0))
+    # What an approved write_file replaced is kept this long for an undo (docs/preview.md).
+    undo_retention: float = field(default_factory=lambda: _float_env("UNDO_RETENTION_SECONDS", 7 * 86400.0))
     policy_file: str | None = field(default_factory=lambda: os.environ.get("POLICY_FILE") or None)
     ui_host: str = field(default_factory=lambda: os.environ.get("UI_HOST", "127.0.0.1"))
     ui_port: int = field(default_factory=lambda: int(os.environ.get("UI_PORT", "8000")))

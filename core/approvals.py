@@ -48,6 +48,10 @@ class ApprovalBook:
     def record(self, request_id: str) -> ApprovalRecord:
         return self._records[request_id]
 
+    def records(self) -> list[ApprovalRecord]:
+        """Every request of this run, in the order they were opened."""
+        return list(self._records.values())
+
     def pending(self) -> list[ApprovalRecord]:
         return [record for record in self._records.values() if record.resolution is None]
 

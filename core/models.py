@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.previews import EffectPreview
+from core.why import WhyContext
+
 WORKFLOW_TYPE = "ConversationWorkflow"
 SIGNAL_SUBMIT_MESSAGE = "submit_message"
 SIGNAL_APPROVAL_DECISION = "approval_decision"
@@ -36,7 +39,8 @@ ERROR_EDIT_DENIED = "EditDenied"
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 # `edit`: approve with arguments a person changed (the decision carries them).
 Decision = Literal["allow", "deny", "always_allow", "edit"]
-Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled"]
+# `stale`: approved, but its target changed before it ran; it did not run and was asked again.
+Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled", "stale"]
 PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp", "subagent", "external"]
 RuleVerdict = Literal["allow", "ask", "deny"]
@@ -253,6 +257,9 @@ class ApprovalRecord(BaseModel):
     notify: NotifyPlan | None = Field(default=None, description="notifications and their timers; None: none")
     extensions: list[ApprovalExtension] = Field(default_factory=list, description="deadline extensions, in order")
     editable: bool = Field(default=True, description="false where the caller cannot run edited arguments")
+    preview: EffectPreview | None = Field(default=None, description="what the call will change, as asked")
+    why: WhyContext | None = Field(default=None, description="why the agent wants it: the turn's request, its reason")
+    reasked_as: str | None = Field(default=None, description="stale: the request the same call was asked again as")
 
 
 class ConversationInput(BaseModel):
@@ -368,6 +375,8 @@ class NotificationInput(BaseModel):
     approvers: list[str] | None = None
     expires_at: datetime
     created_at: datetime
+    preview: EffectPreview | None = Field(default=None, description="what the call will change (the webhook's whole)")
+    why: WhyContext | None = Field(default=None, description="why the agent wants it")
 
 
 class AutoApproveInput(_StrictInput):
@@ -439,6 +448,22 @@ class ToolRequest(BaseModel):
     workspace: str | None = Field(
         default=None, description="whose workspace the tool runs in (activities/workspaces.py); None: the shared one"
     )
+    target_hash: str | None = Field(
+        default=None, description="the target's hash the decision saw; another one makes the call stale, unrun"
+    )
+
+
+class PreviewInput(BaseModel):
+    """What the preview activity needs: the call as asked, where it would run, the rule that asked."""
+
+    conversation_id: str
+    request_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    workspace: str | None = None
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    rule: str | None = None
+    run_on: str | None = Field(default=None, description="as ToolRequest.run_on: the one host that may read it")
 
 
 class ListToolsInput(BaseModel):
@@ -453,6 +478,7 @@ class ToolResult(BaseModel):
     outcome_unknown: bool = False
     kv: dict[str, Any] | None = Field(default=None, description="new kv state when the tool changed it")
     wrong_host: bool = Field(default=False, description="not run: this worker is not on the request's run_on host")
+    stale_target: str | None = Field(default=None, description="not run: the target's hash now (it changed)")
 
 
 class ProjectionEvent(BaseModel):

@@ -159,3 +159,15 @@ def network_allowed(rules: PolicyRules, tool: str | ToolDef, main_argument: str)
     _, covered = _candidates(tool, main_argument)
     name = tool if isinstance(tool, str) else tool.name
     return all(bool(layer.network) and _all_match(layer.network, name, covered) for layer in [rules, *rules.within])
+
+
+def asking_rule(rules: PolicyRules, tool: str | ToolDef, main_argument: str) -> str | None:
+    """The ask rule that made a call asked, for its preview; None: no rule asked, but no allow
+    rule covered every part of it either (a call no rule matches is asked)."""
+    candidates, _ = _candidates(tool, main_argument)
+    name = tool if isinstance(tool, str) else tool.name
+    for layer in [rules, *rules.within]:
+        for text in layer.ask:
+            if any(Rule.parse(text).matches(name, value) for value in candidates):
+                return text
+    return None

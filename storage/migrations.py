@@ -157,6 +157,21 @@ def _projection_v9(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v10(dialect: Dialect) -> list[str]:
+    """Previews: what an asked call will change and why the agent wants it, stored with the
+    request; and, for a request whose target changed before it ran, the request it became."""
+    return [
+        _add_column("ui_pending_approvals", "preview_json", "TEXT"),
+        _add_column("ui_pending_approvals", "why_json", "TEXT"),
+        _add_column("ui_pending_approvals", "reasked_as", "TEXT"),
+        # What an approved write_file replaced, for an undo; pruned after UNDO_RETENTION_SECONDS.
+        """CREATE TABLE IF NOT EXISTS ui_previous_content (
+            request_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, path TEXT NOT NULL,
+            before_b64 TEXT NOT NULL, before_hash TEXT NOT NULL, after_hash TEXT NOT NULL, stored_at TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS ui_previous_content_age ON ui_previous_content (stored_at)",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -176,6 +191,7 @@ MIGRATIONS = {
         _projection_v7,
         _projection_v8,
         _projection_v9,
+        _projection_v10,
     ],
     "ledger": [_ledger_v1],
 }

@@ -120,6 +120,7 @@ async def open_conversations(tx: Tx) -> list[dict[str, Any]]:
 _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_id, a.tool_name, a.permission_type,
     a.details_json, a.created_at, a.expires_at, a.resolved_at, a.decision, a.decided_by, a.reason,
     a.kv_snapshot_json, a.execution_state, a.edited_arguments_json, a.trace_parent,
+    a.preview_json, a.why_json, a.reasked_as,
     c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
     f.decided_via, f.decided_args_hash, f.decided_groups_json, p.parent_id"""
 # The claim a decider made, and the facts of the recorded decision (door, arguments hash).
@@ -153,6 +154,10 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")
     item["trace_id"] = trace_id_of(item.get("trace_parent"))  # the request's trace (OTEL_* tracing on)
+    # What the call will change (core/previews.py) and why the agent wants it (core/why.py); None: not kept.
+    preview, why = item.pop("preview_json"), item.pop("why_json")
+    item["preview"] = json.loads(preview) if preview else None
+    item["why"] = json.loads(why) if why else None
     # "sent": a person decided and the decision is on its way, but the workflow has not recorded it.
     item["status"] = "resolved" if item["resolved_at"] else ("sent" if item["claimed_decision"] else "pending")
     return item

@@ -22,7 +22,18 @@ from core.models import (
     DecisionInput,
     ProjectionEvent,
 )
-from storage import audit, claims, fatigue_notices, figures, reader, sessions, stream_events, users, writes
+from storage import (
+    audit,
+    claims,
+    fatigue_notices,
+    figures,
+    previous_content,
+    reader,
+    sessions,
+    stream_events,
+    users,
+    writes,
+)
 from storage.backend import Backend, Tx, open_backend
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
@@ -76,6 +87,12 @@ class ProjectionStore:
         if self.delta_retention_seconds is not None and stream_events.ends_a_reply(event):
             retention = self.delta_retention_seconds
             await self.backend.run(lambda tx: stream_events.prune_deltas(tx, retention))
+
+    async def keep_previous_content(self, kept: previous_content.PreviousContent, retention_seconds: float) -> None:
+        await self.backend.run(lambda tx: previous_content.keep(tx, kept, retention_seconds))
+
+    async def previous_content(self, request_id: str) -> previous_content.PreviousContent | None:
+        return await self.backend.run(lambda tx: previous_content.find(tx, request_id), write=False)
 
     async def mark_execution(self, request_id: str, state: str) -> None:
         await self.backend.run(lambda tx: writes.mark_execution(tx, request_id, state))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from pydantic import BaseModel
+
 from core.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
@@ -91,8 +93,8 @@ async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection)
     rec = payload.approval
     added = await tx.execute(
         """INSERT INTO ui_pending_approvals (request_id, conversation_id, turn_id, tool_call_id, tool_name,
-             permission_type, details_json, created_at, expires_at, kv_snapshot_json)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             permission_type, details_json, created_at, expires_at, kv_snapshot_json, preview_json, why_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT DO NOTHING""",
         (
             rec.request_id,
@@ -105,10 +107,16 @@ async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection)
             _iso(rec.created_at),
             _iso(rec.expires_at),
             json.dumps(payload.kv_snapshot, sort_keys=True),
+            _json_or_none(rec.preview),
+            _json_or_none(rec.why),
         ),
     )
     await write_conversation(tx, payload.conversation)
     return added > 0
+
+
+def _json_or_none(model: BaseModel | None) -> str | None:
+    return None if model is None else model.model_dump_json()
 
 
 async def write_approval_changed(tx: Tx, rec: ApprovalRecord) -> None:
@@ -125,18 +133,22 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
     await write_approval_requested(
         tx, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
     )
+    # A stale decision replaces the approval it was first recorded as (its tool did not run).
     await tx.execute(
         """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?,
-             edited_arguments_json = ?
-           WHERE request_id = ? AND conversation_id = ? AND resolved_at IS NULL""",
+             edited_arguments_json = ?, preview_json = COALESCE(?, preview_json), reasked_as = ?
+           WHERE request_id = ? AND conversation_id = ? AND (resolved_at IS NULL OR ? = 'stale')""",
         (
             rec.resolution,
             rec.decided_by,
             rec.reason,
             _iso(rec.resolved_at),
             None if rec.edited_arguments is None else json.dumps(rec.edited_arguments, sort_keys=True),
+            _json_or_none(rec.preview),
+            rec.reasked_as,
             rec.request_id,
             rec.conversation_id,
+            rec.resolution,
         ),
     )
     await write_decision_facts(tx, rec)

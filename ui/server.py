@@ -25,6 +25,7 @@ from ui import (
     pages,
     slack,
     team_routes,
+    undo_routes,
 )
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
@@ -39,6 +40,7 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     conversation_routes.router,
     approval_routes.router,
     elicitation_routes.router,
+    undo_routes.router,
     team_routes.router,
     events.router,
     pages.router,

@@ -23,11 +23,14 @@ with workflow.unsafe.imports_passed_through():
         LlmReply,
         LlmRequest,
         NotificationInput,
+        PreviewInput,
         ServiceRules,
         ToolCatalog,
         ToolRequest,
         ToolResult,
     )
+    from core.previews import EffectPreview
+    from core.undo import PrepareUndoInput, UndoPlan
 
 CALL_LLM = "call_llm"
 EXECUTE_TOOL = "execute_tool"
@@ -35,6 +38,9 @@ LIST_TOOLS = "list_tools"
 RUN_PYTHON_TOOL = "run_python_tool"
 PICK_TOOL_HOST = "pick_tool_host"
 CALL_MCP_TOOL = "call_mcp_tool"
+PREVIEW_EFFECT = "preview_effect"
+PREVIEW_HOST_WAIT = timedelta(seconds=10)
+PREPARE_UNDO = "prepare_undo"
 # Which activity runs a tool, by the tool's source.
 TOOL_ACTIVITIES = {"builtin": EXECUTE_TOOL, "python": RUN_PYTHON_TOOL, "mcp": CALL_MCP_TOOL}
 PROJECT_CONVERSATION = "project_conversation"
@@ -97,6 +103,37 @@ async def list_tools(request: ListToolsInput) -> ToolCatalog:
 
 async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
     return await run_tool(request, "builtin", summary)
+
+
+async def preview_effect(request: PreviewInput, task_queue: str | None) -> EffectPreview:
+    """What an asked call will change, read on the host its tool would run on (None: any worker)."""
+    return await workflow.execute_activity(
+        PREVIEW_EFFECT,
+        request,
+        task_queue=task_queue,
+        result_type=EffectPreview,
+        # A host that is gone must not keep the card from being shown: past this the request is
+        # asked with a note instead of a preview (and the conversation can be moved).
+        schedule_to_start_timeout=PREVIEW_HOST_WAIT if task_queue is not None else None,
+        start_to_close_timeout=timedelta(seconds=60),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        summary=f"preview {request.request_id}: {request.tool_name}",
+    )
+
+
+async def prepare_undo(request: PrepareUndoInput, task_queue: str | None) -> UndoPlan:
+    """What an undo would restore, or why not: read on the conversation's host, like its tools."""
+    return await workflow.execute_activity(
+        PREPARE_UNDO,
+        request,
+        task_queue=task_queue,
+        result_type=UndoPlan,
+        start_to_close_timeout=timedelta(seconds=60),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        summary=f"prepare the undo of {request.request_id}",
+    )
 
 
 async def pick_tool_host() -> str:

@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.stoppable import unless_closed
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
+    from workflows.undo import UPDATE_UNDO, Undoer, UndoInput, UndoResult
     from workflows.workspace_choice import carried_workspace, choose_workspace
 
 MAX_MODEL_STEPS_PER_TURN = 25
@@ -99,10 +100,13 @@ class ConversationWorkflow(DecisionHandlers):
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
                 outbox=self._outbox,
                 workspace=lambda: self._workspace,
+                transcript=lambda: self._messages,
+                parent_task=start.subagent.task if start.subagent else None,
             ),
             start.used_tool_call_ids,
         )
         self._tool_queue = start.tool_queue
+        self._undo = Undoer(self._tools.context, self._tools, self.tool_queue)
         self._delegator = Delegator(
             start, lambda: self._closed, self.tool_queue, self._tools.tool_names, lambda: self._workspace
         )
@@ -116,9 +120,12 @@ class ConversationWorkflow(DecisionHandlers):
             self._messages.append(ChatMessage(role="system", content=SYSTEM_PROMPT))
         self._outbox.resume(start.notifications)
         while True:
-            await workflow.wait_condition(lambda: bool(self._inbox) or self._closed)
+            await workflow.wait_condition(lambda: bool(self._inbox) or self._closed or self._undo.queued())
             if self._closed:
                 break
+            if self._undo.queued():  # undos asked by people run between turns
+                await self._undo.settle_all()
+                continue
             try:
                 await self._run_turn(self._inbox.pop(0))
             except asyncio.CancelledError:
@@ -265,6 +272,15 @@ class ConversationWorkflow(DecisionHandlers):
             workflow.logger.warning("message ignored: conversation %s is closed", self._id)
             return
         self._inbox.append(message.text)
+
+    @workflow.update(name=UPDATE_UNDO)
+    async def undo(self, *args: Any) -> UndoResult:
+        """Ask to undo an approved write_file (workflows/undo.py): answered with the undo's request
+        id, or refused with the file's three states when it changed since."""
+        undo = one_payload(UPDATE_UNDO, args, UndoInput)
+        if undo is None or self._closed:
+            raise ApplicationError("undo needs {request_id} on an open conversation", type="UndoRefused")
+        return await self._undo.ask(undo)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
     async def set_auto_approve(self, *args: Any) -> None:

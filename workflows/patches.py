@@ -25,6 +25,8 @@ NOTIFICATIONS_CARRIED = "notifications-carried-across-continue-as-new"  # undeli
 MOVE_CONVERSATION_HOST = "move-conversation-host"  # the move update re-pins a conversation
 WORKSPACE_PER_CONVERSATION = "workspace-per-conversation"  # each conversation its own workspace
 REQUEST_RESOLUTION_LOCAL = "request-resolution-local"  # an ApprovalRequest mirrors its end in its own task
+EFFECT_PREVIEW = "effect-preview"  # asked calls previewed; a write bound to the target it previewed
+UNDO_FILE_CHANGE = "undo-file-change"  # an approved write_file undone, as a request of its own
 
 ALL = (
     TOOL_CATALOG_ACTIVITY,
@@ -45,4 +47,6 @@ ALL = (
     MOVE_CONVERSATION_HOST,
     WORKSPACE_PER_CONVERSATION,
     REQUEST_RESOLUTION_LOCAL,
+    EFFECT_PREVIEW,
+    UNDO_FILE_CHANGE,
 )

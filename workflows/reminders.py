@@ -129,5 +129,7 @@ class RequestTimers:
                 approvers=record.approvers,
                 expires_at=record.expires_at,
                 created_at=record.created_at,
+                preview=record.preview,
+                why=record.why,
             )
             self._outbox.send(notification)

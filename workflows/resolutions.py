@@ -34,8 +34,10 @@ class ResolutionMirror:
         """The resolution and the conversation's status after it (made current in Temporal too)."""
         pending = self._book.pending()
         after: TurnStatus = "awaiting_approval" if pending else ("closed" if self._is_closed() else "running")
+        # A stale decision is a second resolution of its request: an event of its own.
+        key = f"{record.request_id}:stale" if record.resolution == "stale" else record.request_id
         event = self._status.event(
-            "permission.resolved", record.request_id, {"request_id": record.request_id, "decision": record.resolution}
+            "permission.resolved", key, {"request_id": record.request_id, "decision": record.resolution}
         )
         return ApprovalResolvedProjection(approval=record, conversation=self._status.snapshot(after, pending, [event]))
 

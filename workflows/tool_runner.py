@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
     from workflows.notify_outbox import NotificationOutbox
+    from workflows.previewing import MAX_REASKS, Previewer
     from workflows.reminders import RequestTimers
     from workflows.resolutions import ResolutionMirror
     from workflows.status import StatusKeeper
@@ -75,6 +76,9 @@ class ToolContext:
     outbox: NotificationOutbox = field(default_factory=NotificationOutbox)
     # Whose workspace the tools use (workflows/workspace_choice.py); None: the shared directory.
     workspace: Callable[[], str | None] = lambda: None
+    # The transcript so far and a subagent's task: why the agent wants a call (core/why.py).
+    transcript: Callable[[], list[ChatMessage]] = lambda: []
+    parent_task: str | None = None
 
 
 @dataclass
@@ -98,9 +102,23 @@ class ToolRunner:
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
         self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
+        self._previews = Previewer(
+            context.conversation_id,
+            context.policy,
+            context.book,
+            context.workspace,
+            context.tool_queue,
+            context.transcript,
+            context.parent_task,
+        )
+        self._reask_watchers: list[asyncio.Future[None]] = []
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
         enabled = lambda: workflow.patched(patches.EDIT_BEFORE_APPROVING)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
+
+    @property
+    def context(self) -> ToolContext:
+        return self._ctx
 
     def tool_running(self) -> bool:
         """A tool call of this conversation is on its way to its host or running there."""
@@ -162,12 +180,22 @@ class ToolRunner:
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
         asked = [plan for plan in plans[first_ask:] if plan.verdict == "ask"]
+        previewed = bool(asked) and self._previews.enabled()
         for plan in asked:
             plan.record = self._open_request(turn_id, plan)
+        if previewed:  # every asked call's preview, read together, before any door shows the request
+            await asyncio.gather(*(self._add_preview(plan.record) for plan in asked if plan.record))
         watchers = [asyncio.ensure_future(self._watch(plan.record)) for plan in asked if plan.record]
         for plan in plans[first_ask:]:
             await self._settle(turn_id, plan)
-        await asyncio.gather(*watchers)
+        await asyncio.gather(*watchers, *self._reask_watchers)
+        self._reask_watchers = []
+
+    async def _add_preview(self, record: ApprovalRecord) -> None:
+        spec = self._catalog.get(record.tool_name)
+        if spec is not None:
+            record.preview = await self._previews.preview(spec, record.arguments, record.request_id)
+        record.why = self._previews.why(record.request_id)
 
     def _plan(self, call: ToolCall) -> _Plan:
         try:
@@ -198,17 +226,50 @@ class ToolRunner:
         if plan.verdict == "deny":
             self._record(plan.call, f"Not run: a deny rule of the policy forbids this {plan.spec.name} call.")
             return
-        if plan.record is not None:
-            record = plan.record
-            await workflow.wait_condition(lambda: record.resolution is not None)
-            if record.resolution not in ("allow", "always_allow", "edit"):
-                self._record(plan.call, outcome_message(record))
+        record, asked_again = plan.record, 0
+        while True:
+            if record is not None:
+                await _decided(record)
+                if record.resolution not in ("allow", "always_allow", "edit"):
+                    self._record(plan.call, outcome_message(record))
+                    return
+            if self._ctx.is_closed():
+                self._record(plan.call, "Not run: the conversation was closed first.")
                 return
-        if self._ctx.is_closed():
-            self._record(plan.call, "Not run: the conversation was closed first.")
+            arguments, note = ran_with(record, record.arguments if record is not None else plan.arguments)
+            if record is not None and record.edited_arguments is not None and record.preview is not None:
+                await self._preview_edit(record)
+            result = await self._execute(turn_id, plan.call, plan.spec, arguments, record)
+            if result.stale_target is None or record is None or asked_again >= MAX_REASKS:
+                break
+            asked_again += 1
+            record = await self._ask_again(record, plan, asked_again + 1)
+        if asked_again:
+            changed = f"The target changed after the call was asked; a person was asked again ({asked_again}x)."
+            note = changed if note is None else f"{changed}\n\n{note}"
+        self._record(plan.call, result.content if note is None else f"{note}\n\n{result.content}")
+
+    async def _preview_edit(self, record: ApprovalRecord) -> None:
+        """An edit's own preview, bound to what the person saw when the path is the same one."""
+        assert record.preview is not None and record.edited_arguments is not None
+        spec = self._catalog.get(record.tool_name)
+        if spec is None:
             return
-        arguments, note = ran_with(plan.record, plan.arguments)
-        await self._execute(turn_id, plan.call, plan.spec, arguments, note, plan.record)
+        seen = record.preview
+        fresh = await self._previews.preview(spec, record.edited_arguments, record.request_id)
+        if fresh is not None and fresh.path == seen.path and fresh.path is not None:
+            fresh = fresh.model_copy(update={"target_hash": seen.target_hash})
+        record.preview = fresh
+
+    async def _ask_again(self, stale: ApprovalRecord, plan: _Plan, attempt: int) -> ApprovalRecord:
+        """The target changed under an approved call: record it stale, ask the same call anew."""
+        assert plan.spec is not None
+        again = await self._previews.reask(stale, plan.call.id, attempt, plan.spec)
+        self.used_ids.add(again.tool_call_id)
+        self._ctx.book.open(again)
+        await calls.project(self._resolutions.payload(stale))
+        self._reask_watchers.append(asyncio.ensure_future(self._watch(again)))
+        return again
 
     def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
         assert plan.spec is not None
@@ -238,6 +299,23 @@ class ToolRunner:
         ctx.book.open(record)
         return record
 
+    def watch(self, record: ApprovalRecord) -> asyncio.Future[None]:
+        """Show a request opened outside a model's message (an undo) and keep its deadline."""
+        return asyncio.ensure_future(self._watch(record))
+
+    async def run_asked(self, record: ApprovalRecord) -> ToolResult | None:
+        """Once decided, run a request opened outside a model's message; None: it did not run."""
+        await _decided(record)
+        spec = BUILTIN_CATALOG.tools.get(record.tool_name)
+        if record.resolution not in ("allow", "always_allow", "edit") or spec is None or self._ctx.is_closed():
+            return None
+        call = ToolCall(id=record.tool_call_id, name=record.tool_name, arguments="{}")
+        result = await self._execute(record.turn_id, call, spec, record.edited_arguments or record.arguments, record)
+        if result.stale_target is not None:  # changed again since the undo was asked: not run
+            record.resolution, record.reason = "stale", "the file changed after the undo was asked; not run"
+            await calls.project(self._resolutions.payload(record))
+        return result
+
     async def _watch(self, record: ApprovalRecord) -> None:
         """Mirror one request into the projection, expire it on time, mirror its resolution."""
         ctx, book, status = self._ctx, self._ctx.book, self._ctx.status
@@ -266,20 +344,17 @@ class ToolRunner:
         call: ToolCall,
         spec: ToolDef,
         arguments: dict[str, Any],
-        note: str | None = None,
         record: ApprovalRecord | None = None,
-    ) -> None:
+    ) -> ToolResult:
         ctx = self._ctx
         if spec.source == "subagent" and ctx.delegate is not None:  # a child conversation, no activity
-            content = (await ctx.delegate(call, arguments)).content
-            self._record(call, content if note is None else f"{note}\n\n{content}")
-            return
+            return await ctx.delegate(call, arguments)
         resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
             turn_id=turn_id,
             tool_call_id=call.id,
-            request_id=request_id_for(ctx.conversation_id, call.id),
+            request_id=record.request_id if record is not None else request_id_for(ctx.conversation_id, call.id),
             tool_name=spec.name,
             arguments=arguments,
             kv=ctx.get_kv(),
@@ -287,6 +362,7 @@ class ToolRunner:
             network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
             resolved=resolved,
             workspace=ctx.workspace(),
+            target_hash=Previewer.target_hash(record, spec.name),
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
@@ -299,7 +375,11 @@ class ToolRunner:
                     await calls.project(resolved)
         if result.kv is not None:
             ctx.set_kv(result.kv)
-        self._record(call, result.content if note is None else f"{note}\n\n{result.content}")
+        return result
 
     def _record(self, call: ToolCall, content: str) -> None:
         self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
+
+
+async def _decided(record: ApprovalRecord) -> None:
+    await workflow.wait_condition(lambda: record.resolution is not None)

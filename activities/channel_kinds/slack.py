@@ -16,6 +16,7 @@ import httpx
 
 from activities import slack_api
 from activities.channel_kinds.base import IDEMPOTENCY_HEADER, Channel, Sent, Updated
+from activities.slack_preview import preview_blocks
 from activities.slack_text import HIDDEN_NOTE, slack_safe
 from config.notify_section import ChannelConfig
 from core.models import ApprovalRecord, NotificationInput
@@ -92,6 +93,7 @@ def slack_message(notification: NotificationInput, link: str) -> dict[str, Any]:
                 "type": "context",
                 "elements": [{"type": "mrkdwn", "text": f"May approve: {who}. Expires {expires}. {request_id}"}],
             },
+            *preview_blocks(notification, link),
             {
                 "type": "actions",
                 "block_id": "approval",
@@ -114,6 +116,7 @@ _OUTCOMES = {
     "deny": "Denied",
     "expired": "Expired",
     "canceled": "Canceled",
+    "stale": "Stale (the target changed; asked again)",
 }
 
 

@@ -36,6 +36,9 @@ def webhook_body(notification: NotificationInput, link: str) -> bytes:
         "created_at": notification.created_at.isoformat(),
         "expires_at": notification.expires_at.isoformat(),
         "url": link,
+        # What the call will change and why the agent wants it; null for a request asked without.
+        "preview": notification.preview.model_dump(mode="json") if notification.preview else None,
+        "why": notification.why.model_dump(mode="json") if notification.why else None,
     }
     return json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
 

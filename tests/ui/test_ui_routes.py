@@ -37,6 +37,7 @@ SERVED = {
     ("GET", "/api/elicitations"): "ui.elicitation_routes",
     ("GET", "/api/elicitations/{question_id:path}"): "ui.elicitation_routes",
     ("POST", "/api/elicitations/{question_id:path}/answer"): "ui.elicitation_routes",
+    ("POST", "/api/approvals/{request_id:path}/undo"): "ui.undo_routes",
     ("GET", "/api/session"): "ui.team_routes",
     ("GET", "/api/audit"): "ui.team_routes",
     ("GET", "/api/events"): "ui.events",

@@ -8,6 +8,7 @@ import { inTreeOrder } from "./tree.js";
 import { applyDelta, reattach, resetStream } from "./stream.js";
 import { editControls } from "./edit.js";
 import { extendControls } from "./extend.js";
+import { undoControl } from "./undo.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
 import { questionCard } from "./questions.js";
 
@@ -84,12 +85,16 @@ function syncCards(container, approvals, options) {
   const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}:${a.expires_at}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls, extender };
+  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls, extender, undoer };
   container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
 }
 
 function extender(approval) {
   return extendControls(approval, { api, name: deciderName, refresh: () => refreshSoon(approval.conversation_id) });
+}
+
+function undoer(approval) {
+  return undoControl(approval, { api, name: deciderName, refresh: () => refreshSoon(approval.conversation_id) });
 }
 
 function deciderName() {

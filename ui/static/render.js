@@ -1,6 +1,8 @@
 // DOM builders. Everything the model or a person wrote goes in through textContent, never as HTML,
 // and through reveal(), so characters that hide or reorder text are shown escaped and flagged.
 import { reveal } from "./visible.js";
+import { previewBlock, whyBlock } from "./preview.js";
+import { undoable } from "./undo.js";
 
 export const STATUS_LABELS = {
   awaiting_approval: "awaiting approval",
@@ -137,6 +139,7 @@ const DECISION_WORDS = {
   expired: "Expired",
   canceled: "Canceled",
   edit: "Approved with edited arguments",
+  stale: "Stale (the target changed before it ran; asked again)",
 };
 
 function outcomeText(approval) {
@@ -146,7 +149,8 @@ function outcomeText(approval) {
     const via = approval.decided_via ? ` via ${approval.decided_via}` : "";
     const bound = approval.decided_args_hash ? ` on arguments ${approval.decided_args_hash}` : "";
     const ran = approval.outcome ? ` Outcome: ${approval.outcome}.` : "";
-    return `${word} by ${approval.decided_by || "unknown"}${via}${bound}, ${when(approval.resolved_at)}.${ran}${reason}`;
+    const again = approval.reasked_as ? ` Asked again as ${approval.reasked_as}.` : "";
+    return `${word} by ${approval.decided_by || "unknown"}${via}${bound}, ${when(approval.resolved_at)}.${ran}${again}${reason}`;
   }
   const word = DECISION_WORDS[approval.claimed_decision] || String(approval.claimed_decision);
   const by = approval.claimed_by || "unknown";
@@ -198,7 +202,7 @@ function mayDecide(approvers, principal, notBy) {
   return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
 }
 
-export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender }) {
+export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender, undoer }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -230,6 +234,9 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     card.append(editedLabel, argumentsBlock(edited));
     flagIfHidden(card, editedLabel);
   }
+  const why = approval.why && whyBlock(approval.why);
+  if (why) card.append(why);
+  if (approval.preview) card.append(previewBlock(approval.preview));
   // The decision carries this hash: arguments that changed since the card was drawn are refused.
   const hash = el("p", "card-hash", "Arguments hash ");
   hash.append(el("code", "args-hash", approval.args_hash));
@@ -247,6 +254,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
   if (approval.status !== "pending") {
     const outcome = "card-outcome outcome-" + (approval.decision || approval.claimed_decision);
     card.append(shownEl("p", outcome, outcomeText(approval), true));
+    if (undoer && undoable(approval)) card.append(undoer(approval));
     return card;
   }
   if (extender) card.append(extender(approval));
