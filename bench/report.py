@@ -242,6 +242,20 @@ def _stream(s: dict[str, Any]) -> list[str]:
             on["delta_events_per_reply"],
             ", ".join(map(str, on["history_events_per_conversation"])),
         ],
+        *(
+            [
+                [
+                    "side channel, read model on PostgreSQL, SSE reader",
+                    s["on_postgres"]["first_token_at_reader"]["p50_ms"],
+                    s["on_postgres"]["first_token_at_reader"]["p90_ms"],
+                    s["on_postgres"]["whole_reply_at_reader"]["p50_ms"],
+                    s["on_postgres"]["delta_events_per_reply"],
+                    ", ".join(map(str, s["on_postgres"]["history_events_per_conversation"])),
+                ]
+            ]
+            if "on_postgres" in s
+            else []
+        ),
         [
             "no streaming (LLM_STREAM=off), SSE reader",
             off["first_token_at_reader"]["p50_ms"],
