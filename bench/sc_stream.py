@@ -7,8 +7,9 @@ Without streaming the scripted model answers after the time it takes to stream t
 modes wait for the same generation time.
 The streaming worker runs once with the read model on SQLite (the reader woken by inotify on the
 WAL) and once on PostgreSQL (woken by LISTEN/NOTIFY).
-Measured per reply: the model's first chunk to the first `message.delta` at the reader (time to
-first token), the model's first chunk to `turn.completed` at the reader (whole reply), the
+Measured per reply: the model's first piece of text (sent one chunk delay after its opening chunk,
+which carries the role and no text) to the first `message.delta` at the reader (time to first
+token), the same moment to `turn.completed` at the reader (whole reply), the
 projection events written, and the Temporal history events of the conversation.
 """
 
@@ -98,7 +99,9 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         cid = next(m["content"] for m in body["messages"] if m["role"] == "user").split()[-1]
-        asked.setdefault(cid, time.monotonic())  # the first chunk goes out right after this
+        # The opening chunk (the role, no text) goes out right after this, the first text one chunk
+        # delay later: times are from that first piece of text.
+        asked.setdefault(cid, time.monotonic() + (CHUNK_DELAY if body.get("stream") else 0.0))
         if not body.get("stream"):  # a whole reply comes when the model has written all of it
             time.sleep(len(REPLY) // 4 * CHUNK_DELAY)
         return text_reply(REPLY)
