@@ -61,4 +61,4 @@ async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -
     assert result["largest_inline_payload_bytes"] < 8192 and result["payload_store_files"] > 0
     # Content-addressed: a turn's store growth is what it added, far less than the payloads it refers to.
     assert sum(row["store_bytes"] for row in rows[3:]) < sum(row["external_bytes"] for row in rows[3:]) / 2
-    assert 0 < result["store_bytes_per_transcript_byte"] and result["transcript_kib"] > 6 * 4
+    assert result["store_bytes_per_transcript_byte"] > 0 and result["transcript_kib"] > 6 * 4
