@@ -142,7 +142,16 @@ def _recovery(s: dict[str, Any]) -> list[str]:
             for backend, r in backends.items()]  # fmt: skip
     head = ["backend", "approvals", "new workers ready s", "all decisions sent s", "every turn complete s",
             "approvals/s", "tools run", "model requests / assistant messages"]  # fmt: skip
-    return out + _table(head, rows)
+    floor = s.get("floor")
+    if floor is not None:
+        rows.append(["floor (a signal, one activity)", f"{floor['workflows']:,}", floor["workers_start_seconds"],
+                     floor["seconds_to_send_all_signals"], floor["seconds_until_every_one_ran"],
+                     floor["approvals_per_second"], "", ""])  # fmt: skip
+    out += _table(head, rows)
+    if "ratio_to_floor" in s:
+        ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_floor"].items())
+        out += [f"Drain rate over the floor's (ratio_to_floor): {ratios}.", ""]
+    return out
 
 
 def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
