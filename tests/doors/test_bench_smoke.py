@@ -36,10 +36,12 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
         model.stop()
         server.stop()
     assert [(c.name, c.expected, c.actual) for c in bench.checks if not c.ok] == []
-    assert len(bench.checks) == 8, "four counts per backend"
+    assert len(bench.checks) == 9, "four counts per backend, one for the floor"
     for backend in ("sqlite", "postgresql"):
         done = result["backends"][backend]
         assert (done["tools_run"], done["model_requests"], done["workers"]) == (5, 10, 2), backend
+        assert result["ratio_to_floor"][backend] > 0
+    assert (result["floor"]["workflows"], result["floor"]["workers"]) == (5, 2)
 
 
 async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -> None:
