@@ -117,6 +117,21 @@ def _parked(s: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _parked_10k(s: dict[str, Any]) -> list[str]:
+    out = [f"## 2b. {s['conversations']:,} conversations waiting on one worker, and a SIGKILL", ""]
+    parked, default, small = s["parked_default_cache"], s["after_sigkill_default_cache"], s["after_sigkill_small_cache"]
+    rows = [
+        [f"parking all (cache {parked['max_cached_workflows']})", parked["rss_idle_mib"], parked["rss_parked_mib"],
+         parked["seconds_to_park_all"], ""],
+        *([f"after SIGKILL, a new worker (cache {r['max_cached_workflows']}) queries all", r["rss_idle_mib"],
+           r["rss_after_queries_mib"], r["seconds_until_every_one_answers"], f"{r['survivors']:,}"]
+          for r in (default, small)),
+    ]  # fmt: skip
+    out += _table(["phase", "idle RSS MiB", "RSS at the end MiB", "seconds", "still waiting"], rows)
+    out.append(f"All {s['conversations']:,} survive: {'yes' if s['all_survive'] else '**no**'}.")
+    return [*out, ""]
+
+
 def _recovery(s: dict[str, Any]) -> list[str]:
     workers = s.get("workers", 1)
     out = [f"## 3. Recovery after SIGKILL with every approval waiting ({workers} new worker(s))", ""]
@@ -127,7 +142,16 @@ def _recovery(s: dict[str, Any]) -> list[str]:
             for backend, r in backends.items()]  # fmt: skip
     head = ["backend", "approvals", "new workers ready s", "all decisions sent s", "every turn complete s",
             "approvals/s", "tools run", "model requests / assistant messages"]  # fmt: skip
-    return out + _table(head, rows)
+    floor = s.get("floor")
+    if floor is not None:
+        rows.append(["floor (a signal, one activity)", f"{floor['workflows']:,}", floor["workers_start_seconds"],
+                     floor["seconds_to_send_all_signals"], floor["seconds_until_every_one_ran"],
+                     floor["approvals_per_second"], "", ""])  # fmt: skip
+    out += _table(head, rows)
+    if "ratio_to_floor" in s:
+        ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_floor"].items())
+        out += [f"Drain rate over the floor's (ratio_to_floor): {ratios}.", ""]
+    return out
 
 
 def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
@@ -144,9 +168,14 @@ def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
         ["history events per turn", s["events_per_turn_first_decile"], s["events_per_turn_last_decile"]],
         ["history KiB per turn", s["kib_per_turn_first_decile"], s["kib_per_turn_last_decile"]],
         [
-            "KiB stored in the payload store per turn",
+            "KiB of stored payloads the history refers to per turn (their whole size)",
             s.get("external_kib_per_turn_first_decile", "n/a"),
             s.get("external_kib_per_turn_last_decile", "n/a"),
+        ],
+        [
+            "KiB the payload store grew per turn (content-addressed: what the turn added)",
+            s.get("store_kib_per_turn_first_decile", "n/a"),
+            s.get("store_kib_per_turn_last_decile", "n/a"),
         ],
         ["seconds per turn (wall)", s["seconds_per_turn_first_decile"], s["seconds_per_turn_last_decile"]],
     ]
@@ -157,6 +186,12 @@ def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
             f" per turn. Payloads of {s['payload_store_threshold']:,} bytes or more went to the payload store"
             f" ({s['payload_store_files']:,} files, {s['payload_store_mib']} MiB at the end); the largest payload"
             f" left in the history was {s['largest_inline_payload_bytes']:,} bytes."
+        )
+    if "store_bytes_per_transcript_byte" in s:
+        out.append(
+            f"The transcript itself (each turn's messages counted once) is {s['transcript_kib']:,} KiB: the payload"
+            f" store holds **{s['store_bytes_per_transcript_byte']}** bytes per transcript byte; the store's"
+            f" growth per turn, last 10% over first 10%: **{s['store_per_turn_last_over_first']}**."
         )
         out.append("")
     step = max(1, s["turns"] // 10)
@@ -230,7 +265,8 @@ def _stream(s: dict[str, Any]) -> list[str]:
         "## Streaming a reply",
         "",
         f"A {s['pieces_per_reply']}-piece reply, one piece every {s['chunk_delay_ms']:g} ms from the scripted model;"
-        f" {s['replies_each']} replies per row, one at a time. Times from the model's first chunk.",
+        f" {s['replies_each']} replies per row, one at a time."
+        " Times from the model's first piece of text (streamed) or from its request (whole replies).",
         "",
     ]
     rows = [
@@ -242,6 +278,20 @@ def _stream(s: dict[str, Any]) -> list[str]:
             on["delta_events_per_reply"],
             ", ".join(map(str, on["history_events_per_conversation"])),
         ],
+        *(
+            [
+                [
+                    "side channel, read model on PostgreSQL, SSE reader",
+                    s["on_postgres"]["first_token_at_reader"]["p50_ms"],
+                    s["on_postgres"]["first_token_at_reader"]["p90_ms"],
+                    s["on_postgres"]["whole_reply_at_reader"]["p50_ms"],
+                    s["on_postgres"]["delta_events_per_reply"],
+                    ", ".join(map(str, s["on_postgres"]["history_events_per_conversation"])),
+                ]
+            ]
+            if "on_postgres" in s
+            else []
+        ),
         [
             "no streaming (LLM_STREAM=off), SSE reader",
             off["first_token_at_reader"]["p50_ms"],
@@ -420,6 +470,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _latency_extstore(sc["latency_extstore"])
     if "parked" in sc:
         lines += _parked(sc["parked"])
+    if "parked_10k" in sc:
+        lines += _parked_10k(sc["parked_10k"])
     if "recovery" in sc:
         lines += _recovery(sc["recovery"])
     if "history" in sc:

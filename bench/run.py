@@ -35,6 +35,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "latency": (200, 30),
     "latency_extstore": (200, 30),
     "parked": (1000, 50),
+    "parked_10k": (10_000, 100),
     "recovery": (1000, 50),
     "history": (500, 20),
     "history_full_transcript": (500, 20),
@@ -94,6 +95,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "latency": ("sc_latency", {}),
     "latency_extstore": ("sc_latency", {"stored_threshold": 0}),
     "parked": ("sc_parked", {}),
+    "parked_10k": ("sc_parked_10k", {}),
     "recovery": ("sc_recovery", {}),
     "history": ("sc_history", {}),
     # No compaction (a budget no transcript reaches): the whole transcript goes with every model call.

@@ -11,7 +11,9 @@ written: a turn starts at its submit_message signal (turn 1 at the workflow star
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,9 @@ from bench.drive import approve, new_ids, scalar
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median
 from config.settings import Settings
+from core.compaction import is_summary_request
 from core.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
+from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes
 
 PENDING_SQL = (
@@ -61,6 +65,43 @@ async def chain(client: Client, cid: str) -> list[WorkflowHistory]:
 
 def _store_files(settings: Settings) -> set[Path]:
     return {p for p in Path(settings.payload_store_location).rglob("*") if p.is_file()}
+
+
+class StoreGrowth:
+    """Bytes the payload store gained since the last look (only new names are stat'ed)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.root = Path(settings.payload_store_location)
+        self.seen: set[str] = set()
+        self.added()
+
+    def added(self) -> int:
+        grown = 0
+        for directory, _, names in os.walk(self.root):
+            for name in names:
+                path = os.path.join(directory, name)
+                if name.startswith(".") or path in self.seen:
+                    continue
+                self.seen.add(path)
+                with contextlib.suppress(FileNotFoundError):
+                    grown += os.stat(path).st_size
+        return grown
+
+
+def transcript_bytes(requests: list[dict[str, Any]]) -> int:
+    """The conversation's own bytes, each turn's counted once: the user's message, the model's tool
+    calls and the results (the tail of the call after the results), and the previous answer."""
+    said = 0
+    for body in requests:
+        messages = body["messages"]
+        if is_summary_request(messages) or not messages:
+            continue
+        users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+        if messages[-1]["role"] == "tool" and users:
+            said += sum(len(dumps(m)) for m in messages[users[-1] :])
+        elif messages[-1]["role"] == "user" and len(messages) > 1 and messages[-2]["role"] == "assistant":
+            said += len(dumps(messages[-2]))
+    return said
 
 
 def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, Any]], list[int]]:
@@ -116,6 +157,9 @@ async def run(
     await bench.client.start_workflow(WORKFLOW_TYPE, start, id=cid, task_queue=settings.task_queue)
     db = settings.approvals_db
     seconds: list[float] = []
+    requests_before = len(bench.model.requests)
+    growth = StoreGrowth(settings)
+    stored_per_turn: list[int] = []
     for k in range(1, turns + 1):
         t0 = time.monotonic()
         if k > 1:
@@ -126,13 +170,16 @@ async def run(
         await approve(bench.client, settings, request_id)
         await _wait(lambda k=k: scalar(db, DONE_SQL, f"{cid}:turn_{k}:turn.completed"), f"turn {k} completed")
         seconds.append(time.monotonic() - t0)
+        stored_per_turn.append(growth.added())
         if k % 20 == 0:
             say(f"{label}: {k}/{turns} turns")
     runs = await chain(bench.client, cid)
     bench.stop_workers()
     rows, continued_after = per_turn(runs, turns)
-    for row, spent in zip(rows, seconds, strict=True):
+    for row, spent, added in zip(rows, seconds, stored_per_turn, strict=True):
         row["seconds"] = round(spent, 3)
+        row["store_bytes"] = added
+    said = transcript_bytes(bench.model.requests[requests_before:])
     ran = ran_counts(settings)
     bench.check(
         f"{label}: one tool run per turn", turns, sum(1 for k in range(1, turns + 1) if ran.get(tag(cid, k)) == 1)
@@ -164,10 +211,17 @@ async def run(
         "largest_inline_payload_bytes": max(r["largest_inline_payload"] for r in rows),
         "payload_store_files": len(stored),
         "payload_store_mib": round(sum(p.stat().st_size for p in stored) / 2**20, 1),
+        "transcript_kib": round(said / 1024, 1),
+        "store_bytes_per_transcript_byte": round(sum(p.stat().st_size for p in stored) / max(said, 1), 2),
+        "store_kib_per_turn_first_decile": round(median([r["store_bytes"] for r in first]) / 1024, 1),
+        "store_kib_per_turn_last_decile": round(median([r["store_bytes"] for r in last]) / 1024, 1),
         "seconds_per_turn_first_decile": round(median([r["seconds"] for r in first]), 3),
         "seconds_per_turn_last_decile": round(median([r["seconds"] for r in last]), 3),
         "per_turn": rows,
     }
+    summary["store_per_turn_last_over_first"] = round(
+        summary["store_kib_per_turn_last_decile"] / max(summary["store_kib_per_turn_first_decile"], 0.1), 2
+    )
     bench.check(
         f"{label}: no payload in history at or over the threshold",
         True,
@@ -178,6 +232,8 @@ async def run(
         f" KiB/turn {summary['kib_per_turn_first_decile']} -> {summary['kib_per_turn_last_decile']},"
         f" stored KiB/turn {summary['external_kib_per_turn_first_decile']}"
         f" -> {summary['external_kib_per_turn_last_decile']},"
-        f" continue-as-new after turns {continued_after}"
+        f" continue-as-new after turns {continued_after};"
+        f" store {summary['store_bytes_per_transcript_byte']} bytes per transcript byte,"
+        f" store KiB/turn {summary['store_kib_per_turn_first_decile']} -> {summary['store_kib_per_turn_last_decile']}"
     )
     return summary

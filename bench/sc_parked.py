@@ -54,13 +54,13 @@ def _memory(idle: int, held: int, count: int) -> dict[str, float]:
     }
 
 
-async def park(bench: Bench, settings: Settings, ids: list[str], cache: int) -> dict[str, Any]:
+async def park(bench: Bench, settings: Settings, ids: list[str], cache: int, timeout: float = 600.0) -> dict[str, Any]:
     """Start the conversations on a fresh worker and wait until each waits for a person."""
     worker = bench.start_worker(settings, "ours", cache)
     idle = await sample_rss(worker.proc.pid)
     cpu0, server_cpu0, t0 = cpu_seconds(worker.proc.pid), _server_cpu(bench), time.monotonic()
     await start_all(bench.client, settings, ids)
-    await wait_pending(settings.approvals_db, len(ids))
+    await wait_pending(settings.approvals_db, len(ids), timeout)
     park_seconds = time.monotonic() - t0
     worker_cpu, server_cpu = cpu_seconds(worker.proc.pid) - cpu0, _server_cpu(bench) - server_cpu0
     held = await sample_rss(worker.proc.pid)

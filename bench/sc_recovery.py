@@ -1,6 +1,8 @@
 """Scenario 3: SIGKILL the worker with 1,000 approvals waiting, start two new ones, approve them all.
 
-Once with the projection and ledger on SQLite, once on PostgreSQL. The SQLite run reuses the
+Once with the projection and ledger on SQLite, once on PostgreSQL; then the floor's drain (the same
+number of bare workflows waiting on a signal, each running one activity once signalled, with the
+same number of new workers), so recovery is also a ratio: our drain rate over the floor's. The SQLite run reuses the
 conversations the parked scenario left waiting (their last worker was SIGKILLed), or parks its own.
 Correctness is proven by counts outside the workflow: lines the approved shell command appended (one
 per conversation), the scripted model's request log (two per conversation: the tool call and the
@@ -13,8 +15,11 @@ import asyncio
 import time
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
+
 from bench import script
 from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
+from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
 from storage.store import ProjectionStore
@@ -31,9 +36,60 @@ async def _progress(db: Any, count: int, stop: asyncio.Event, label: str) -> Non
 
 
 async def run(bench: Bench, count: int) -> dict[str, Any]:
-    """The same recovery with the projection and ledger on SQLite, then on PostgreSQL."""
+    """The same recovery with the projection and ledger on SQLite, then on PostgreSQL, then the floor's."""
     backends = {backend: await recover(bench, count, backend) for backend in BACKENDS}
-    return {"approvals": count, "workers": WORKERS, "backends": backends}
+    floor = await floor_drain(bench, count)
+    ratio = {b: round(r["approvals_per_second"] / floor["approvals_per_second"], 2) for b, r in backends.items()}
+    say(f"recovery: drain rate / the floor's: {ratio}")
+    return {"approvals": count, "workers": WORKERS, "backends": backends, "floor": floor, "ratio_to_floor": ratio}
+
+
+async def _waiting(bench: Bench, fid: str, timeout: float = 600.0) -> None:
+    """Until the workflow's first task completed: it waits on its signal, as ours wait on a person."""
+    deadline = time.monotonic() + timeout
+    handle = bench.client.get_workflow_handle(fid)
+    done = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    while not [e async for e in handle.fetch_history_events() if e.event_type == done]:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{fid} never waited for its signal")
+        await asyncio.sleep(0.5)
+
+
+async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
+    """The floor's drain: as many bare workflows waiting on a signal, their worker SIGKILLed, the same
+    number of new workers, every signal sent the same way; each workflow then runs its one activity."""
+    settings = bench.settings("recovery-floor")
+    ids = new_ids("rec-floor", count)
+    bench.start_worker(settings, "floor", DEFAULT_CACHE)
+
+    async def start(fid: str) -> None:
+        await bench.client.start_workflow(
+            FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=settings.task_queue
+        )
+
+    await bounded(ids, start, 50)
+    await bounded(ids, lambda fid: _waiting(bench, fid), 50)
+    bench.stop_workers()  # SIGKILL with every workflow waiting
+    t_restart = time.monotonic()
+    for _ in range(WORKERS):
+        bench.start_worker(settings, "floor", DEFAULT_CACHE)
+    t0 = time.monotonic()
+    await bounded(ids, lambda fid: bench.client.get_workflow_handle(fid).signal(FLOOR_SIGNAL), 50)
+    sent_seconds = time.monotonic() - t0
+    await asyncio.wait_for(bounded(ids, lambda fid: bench.client.get_workflow_handle(fid).result(), 50), 900)
+    total = time.monotonic() - t0
+    bench.stop_workers()
+    ran = ran_counts(settings)
+    bench.check("recovery (floor): every tool ran exactly once", count, sum(1 for fid in ids if ran.get(fid) == 1))
+    say(f"recovery (floor): {count} signals drained in {total:.1f}s ({count / total:.1f}/s)")
+    return {
+        "workflows": count,
+        "workers": WORKERS,
+        "workers_start_seconds": round(t0 - t_restart, 1),
+        "seconds_to_send_all_signals": round(sent_seconds, 1),
+        "seconds_until_every_one_ran": round(total, 1),
+        "approvals_per_second": round(count / total, 1),
+    }
 
 
 async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:

@@ -5,8 +5,11 @@ streams (LLM_STREAM=on), another asks for whole replies (off); conversations run
 A reader follows the read model with the UI's own SSE generator (ui/events.py, minus the socket).
 Without streaming the scripted model answers after the time it takes to stream the reply, so both
 modes wait for the same generation time.
-Measured per reply: the model's first chunk to the first `message.delta` at the reader (time to
-first token), the model's first chunk to `turn.completed` at the reader (whole reply), the
+The streaming worker runs once with the read model on SQLite (the reader woken by inotify on the
+WAL) and once on PostgreSQL (woken by LISTEN/NOTIFY).
+Measured per reply: the model's first piece of text (sent one chunk delay after its opening chunk,
+which carries the role and no text) to the first `message.delta` at the reader (time to first
+token), the same moment to `turn.completed` at the reader (whole reply), the
 projection events written, and the Temporal history events of the conversation.
 """
 
@@ -16,6 +19,7 @@ import asyncio
 import json
 import time
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 from bench import stream_probe
@@ -32,7 +36,10 @@ CHUNK_DELAY = 0.01
 
 
 class _Open:
-    """The request object stream_events asks whether the browser went away: never, here."""
+    """The request object stream_events asks whether the browser went away (never, here) and,
+    every few seconds, whether its credential still holds (no UI token is set: it does)."""
+
+    app = SimpleNamespace(state=SimpleNamespace(settings=SimpleNamespace(ui_token=None)))
 
     async def is_disconnected(self) -> bool:
         return False
@@ -46,9 +53,11 @@ async def _follow(store: ProjectionStore, seen: dict[tuple[str, str], float]) ->
                 seen.setdefault((event["conversation_id"], event["event_type"]), time.monotonic())
 
 
-async def _mode(bench: Bench, model: ScriptedModelServer, asked: dict[str, float], stream: bool, count: int) -> Any:
-    name = "stream_on" if stream else "stream_off"
-    settings = replace(bench.settings(name), openai_base_url=model.base_url, llm_stream=stream)
+async def _mode(
+    bench: Bench, model: ScriptedModelServer, asked: dict[str, float], stream: bool, count: int, backend: str = "sqlite"
+) -> Any:
+    name = ("stream_on" if stream else "stream_off") + ("_pg" if backend == "postgresql" else "")
+    settings = replace(bench.settings(name, backend=backend), openai_base_url=model.base_url, llm_stream=stream)
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
     store = ProjectionStore(settings.approvals_db)
     seen: dict[tuple[str, str], float] = {}
@@ -90,7 +99,9 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         cid = next(m["content"] for m in body["messages"] if m["role"] == "user").split()[-1]
-        asked.setdefault(cid, time.monotonic())  # the first chunk goes out right after this
+        # The opening chunk (the role, no text) goes out right after this, the first text one chunk
+        # delay later: times are from that first piece of text.
+        asked.setdefault(cid, time.monotonic() + (CHUNK_DELAY if body.get("stream") else 0.0))
         if not body.get("stream"):  # a whole reply comes when the model has written all of it
             time.sleep(len(REPLY) // 4 * CHUNK_DELAY)
         return text_reply(REPLY)
@@ -98,6 +109,7 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     model = ScriptedModelServer(respond, chunk_delay=CHUNK_DELAY).start()
     try:
         on = await _mode(bench, model, asked, True, count)
+        on_postgres = await _mode(bench, model, asked, True, count, backend="postgresql")
         off = await _mode(bench, model, asked, False, count)
     finally:
         model.stop()
@@ -113,8 +125,10 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     }
     write_ms = await _write_cost(bench)
     say(f"stream: first token {on['first_token_at_reader']}, {on['delta_events_per_reply']} events for {pieces} pieces")
+    say(f"stream: first token on PostgreSQL {on_postgres['first_token_at_reader']}")
     return {
         "on": on,
+        "on_postgres": on_postgres,
         "off": off,
         "workflow_streams": workflow_streams,
         "delta_write_ms": write_ms,

@@ -1,4 +1,4 @@
-"""`ui` and `rebuild-projection`: their modules are imported only when asked for."""
+"""`ui`, `rebuild-projection` and `collect-payloads`: their modules are imported only when asked for."""
 
 from __future__ import annotations
 
@@ -33,5 +33,18 @@ async def rebuild_projection(args: argparse.Namespace, session: Session) -> int:
         return EXIT_OK
     print(f"Rebuilt the projection at {session.settings.approvals_db} from Temporal's history.")
     for key, value in summary.items():
+        print(f"  {key.replace('_', ' ')}: {value}")
+    return EXIT_OK
+
+
+async def collect_payloads(args: argparse.Namespace, session: Session) -> int:
+    from maintenance.payload_gc import collect_payloads as collect
+
+    report = dataclasses.asdict(await collect(await session.client(), session.settings))
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    print(f"Collected the payload store {session.settings.payload_store_location}.")
+    for key, value in report.items():
         print(f"  {key.replace('_', ' ')}: {value}")
     return EXIT_OK

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("cli.admin", "ui"),
     "doctor": ("cli.doctor", "doctor"),
     "rebuild-projection": ("cli.admin", "rebuild_projection"),
+    "collect-payloads": ("cli.admin", "collect_payloads"),
 }
 
 

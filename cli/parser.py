@@ -180,6 +180,11 @@ def build_parser() -> OneLineParser:
     verbs.add_parser("doctor", help="try the model endpoint as a conversation would; say which settings it needs")
     rebuild = verbs.add_parser("rebuild-projection", help="rebuild the projection from Temporal's history")
     rebuild.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    collect = verbs.add_parser(
+        "collect-payloads",
+        help="delete payload-store files no live workflow refers to (PAYLOAD_STORE_RETENTION_SECONDS)",
+    )
+    collect.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return parser
 
 

@@ -186,6 +186,10 @@ class Settings:
     tool_sandbox: str | None = field(default_factory=lambda: os.environ.get("TOOL_SANDBOX") or None)
     payload_store: str | None = field(default_factory=lambda: os.environ.get("PAYLOAD_STORE") or None)
     payload_store_threshold: int = field(default_factory=lambda: _count_env("PAYLOAD_STORE_THRESHOLD", 64 * 1024))
+    # `collect-payloads` keeps a closed workflow's payloads this long after it closed (and every file this young).
+    payload_store_retention: float = field(
+        default_factory=lambda: _float_env("PAYLOAD_STORE_RETENTION_SECONDS", 30 * 86400.0)
+    )
     s3_endpoint_url: str | None = field(default_factory=_s3_endpoint)
     # Where links in notifications point; default: the UI's own address.
     ui_public_url: str | None = field(default_factory=lambda: os.environ.get("UI_PUBLIC_URL") or None)

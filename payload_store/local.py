@@ -65,7 +65,7 @@ class LocalFileDriver(StorageDriver):
         target = self.path_for(digest)
         if not (target.exists() and target.stat().st_size == len(blob)):
             target.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(target, blob)
+            write_atomically(target, blob)
         return StorageDriverClaim(claim_data={"hash_algorithm": "sha256", "hash_value": digest})
 
     def read(self, claim: StorageDriverClaim) -> Payload:
@@ -88,7 +88,7 @@ class LocalFileDriver(StorageDriver):
         return payload
 
 
-def _write_atomically(target: Path, blob: bytes) -> None:
+def write_atomically(target: Path, blob: bytes) -> None:
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:

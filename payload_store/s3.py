@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 
+from payload_store.blob_files import S3BlobFiles
+
 # The standard variables botocore reads, listed here so the deployment files may set them.
 S3_ENVIRONMENT = (
     "AWS_ENDPOINT_URL",
@@ -111,6 +113,13 @@ class _Opened:
 
 
 def s3_driver(url: str, endpoint_url: str | None) -> S3StorageDriver:
-    """The SDK's driver for `s3://bucket/prefix`; the bucket must exist (it is never created here)."""
+    """The SDK's driver for `s3://bucket/prefix` (whole payloads: how earlier releases wrote them, still
+    read); the bucket must exist (it is never created here)."""
     location = S3Location.parse(url)
     return S3StorageDriver(client=LoopBoundS3Client(location.prefix, endpoint_url), bucket=location.bucket)
+
+
+def s3_blob_files(url: str, endpoint_url: str | None) -> S3BlobFiles:
+    """The content-addressed blobs under `s3://bucket/prefix/cas/`."""
+    location = S3Location.parse(url)
+    return S3BlobFiles(LoopBoundS3Client(location.prefix, endpoint_url), location.bucket)

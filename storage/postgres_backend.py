@@ -1,7 +1,8 @@
 """The shared backend: PostgreSQL through psycopg 3's async pool, for workers and UIs on many hosts.
 
-Every operation runs in one transaction on a pooled connection (READ COMMITTED; the queries are
-written so that an atomic `INSERT ... ON CONFLICT` or a conditional `UPDATE` arbitrates races).
+Every write runs in one transaction on a pooled connection (READ COMMITTED; the queries are
+written so that an atomic `INSERT ... ON CONFLICT` or a conditional `UPDATE` arbitrates races);
+a read runs its statements in autocommit, which at READ COMMITTED sees what a transaction would.
 New ui_events rows are announced with NOTIFY, and the UI's stream LISTENs instead of polling.
 """
 
@@ -90,6 +91,11 @@ class PostgresBackend:
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         pool = await self._ready()
+        if not write:
+            # A read needs no BEGIN and COMMIT: at READ COMMITTED each statement takes its own
+            # snapshot inside a transaction too, so autocommit reads see the same and save two round trips.
+            async with pool.connection() as conn:
+                return await operation(PostgresTx(conn))
         async with pool.connection() as conn, conn.transaction():
             return await operation(PostgresTx(conn))
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from storage.backend import Component, Operation, T
 from storage.db import SqliteTx, Writer, connect_reader, drive
+from storage.sqlite_wakeup import WalWatch
 
-# The UI's event stream polls the file this often: SQLite has no way to say a row arrived.
+# The UI's event stream looks again this often when no inotify watch can tell it a commit happened.
 POLL_INTERVAL = 0.25
 
 
@@ -18,6 +20,8 @@ class SqliteBackend:
         self.location = str(path)
         self._component: Component = component
         self._writer = Writer(path, component)
+        self._watch: WalWatch | None = None
+        self._watching = False
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         return await asyncio.to_thread(self._run, operation, write)
@@ -33,10 +37,25 @@ class SqliteBackend:
             conn.close()
 
     async def event_mark(self) -> int:
-        return 0
+        """How many commits the WAL watch has seen (started by the first reader that asks)."""
+        if self._watch is None:
+            self._watch = WalWatch(self.path)
+            self._watching = self._watch.start()
+        return self._watch.version
 
     async def wait_for_events(self, timeout: float, mark: int | None = None) -> None:
-        await asyncio.sleep(min(timeout, POLL_INTERVAL))
+        if mark is None:
+            mark = await self.event_mark()
+        watch = self._watch
+        if watch is None or not self._watching or watch.loop is not asyncio.get_running_loop():
+            await asyncio.sleep(min(timeout, POLL_INTERVAL))
+            return
+        if watch.version > mark:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch.changed.wait(), timeout)
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
         await asyncio.to_thread(self._writer.close)

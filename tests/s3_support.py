@@ -96,3 +96,7 @@ class S3Server:
             for item in page.get("Contents", []):
                 found[item["Key"]] = item["Size"]
         return found
+
+    def object_body(self, bucket: str, key: str) -> bytes:
+        body: bytes = self.boto().get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body

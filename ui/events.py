@@ -1,8 +1,8 @@
 """GET /api/events: the projection's event log as Server-Sent Events.
 
 The stream reads ui_events from its position whenever new rows may exist (PostgreSQL says so with
-LISTEN/NOTIFY; on SQLite it looks again every quarter second) and sends each new row with its
-event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
+LISTEN/NOTIFY; on SQLite an inotify watch on the WAL file, storage/sqlite_wakeup.py) and sends
+each new row with its event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
 exactly where it stopped. A fresh stream starts after the newest event: the page loads the current
 state itself, then follows changes. If the log starts over (the projection was rebuilt from
 Temporal's history), the stream says `reset` and follows the new log.

@@ -36,10 +36,12 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
         model.stop()
         server.stop()
     assert [(c.name, c.expected, c.actual) for c in bench.checks if not c.ok] == []
-    assert len(bench.checks) == 8, "four counts per backend"
+    assert len(bench.checks) == 9, "four counts per backend, one for the floor"
     for backend in ("sqlite", "postgresql"):
         done = result["backends"][backend]
         assert (done["tools_run"], done["model_requests"], done["workers"]) == (5, 10, 2), backend
+        assert result["ratio_to_floor"][backend] > 0
+    assert (result["floor"]["workflows"], result["floor"]["workers"]) == (5, 2)
 
 
 async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -> None:
@@ -59,3 +61,6 @@ async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -
     assert rows[0]["external_bytes"] == 0  # a short transcript stays inline
     assert all(row["external_bytes"] > 8192 for row in rows[3:])  # then each model input is stored
     assert result["largest_inline_payload_bytes"] < 8192 and result["payload_store_files"] > 0
+    # Content-addressed: a turn's store growth is what it added, far less than the payloads it refers to.
+    assert sum(row["store_bytes"] for row in rows[3:]) < sum(row["external_bytes"] for row in rows[3:]) / 2
+    assert result["store_bytes_per_transcript_byte"] > 0 and result["transcript_kib"] > 6 * 4

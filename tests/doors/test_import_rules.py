@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "workflows": {"core", "durable_approvals"},
     "activities": {"core", "config", "storage", "workflows", "approvals_tools", "durable_approvals"},
     "doors": {"core", "config", "storage", "payload_store", "workflows"},
-    "maintenance": {"core", "config", "storage", "doors", "workflows"},
+    "maintenance": {"core", "config", "storage", "doors", "payload_store", "workflows"},
     "demo_model": {"core"},
     "ui": {"core", "config", "storage", "doors", "payload_store", "activities", "workflows"},
     "cli": {"core", "config", "storage", "doors", "maintenance", "payload_store", "activities", "ui"},

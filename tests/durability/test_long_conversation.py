@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
 from doors.control import get_state, send_message, start_conversation
+from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes, references
 from tests.conftest import HistoryRecorder
 from tests.failure_support import assistant_count, holds
@@ -60,10 +62,13 @@ async def test_turns_of_twenty_16kb_reads(
         sizes = payload_sizes(history)
         inline += sizes.inline
         stored += sizes.external
-        assert all(r.driver_name == "local-files" for r in references(history))
+        assert all(r.driver_name == "local-blobs" for r in references(history))
     assert max(inline) < settings.payload_store_threshold
     # The last model input holds the whole transcript: every turn's reads, past Temporal's limit.
     assert max(stored) > READS * len(FILE) * turns > TEMPORAL_PAYLOAD_LIMIT
+    # Content-addressed: the file read READS * turns times is stored once, not once per model call.
+    store = Path(settings.payload_store_location)
+    assert sum(dumps(FILE) in p.read_bytes() for p in store.rglob("*") if p.is_file()) == 1
     # The replay of every run happens in the histories fixture, from the same payload store.
 
 

@@ -22,6 +22,8 @@ from core.models import ERROR_INVALID_DECISION, UPDATE_DECIDE, ChatMessage, Deci
 from demo_model.server import text_reply
 from doors.control import send_decision, start_conversation
 from payload_store import LocalFileDriver, PayloadStoreError, data_converter, external_storage
+from payload_store.blob_files import LocalBlobFiles, S3BlobFiles
+from payload_store.content_driver import ContentAddressedDriver
 from tests.helpers import tool_messages, wait_pending, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
@@ -117,7 +119,8 @@ async def test_the_converter_stores_large_payloads_and_keeps_small_ones_inline(t
     assert encoded[0].ByteSize() < 1024 and len(encoded[0].external_payloads) == 1
     assert encoded[0].external_payloads[0].size_bytes > 20_000
     assert encoded[1].data and not encoded[1].external_payloads
-    assert len(stored_files(tmp_path)) == 1
+    # Content-addressed: the payload's root and its one long string, stored once.
+    assert [p.parent.parent.name for p in stored_files(tmp_path)] == ["blobs", "roots"]
     assert await converter.decode(encoded, [ChatMessage, ChatMessage]) == [big, small]
 
 
@@ -140,9 +143,12 @@ def test_payload_store_defaults_beside_the_projection_and_reads_the_environment(
 def test_an_s3_url_writes_to_s3_and_still_reads_the_local_directory(tmp_path: Path) -> None:
     settings = Settings(approvals_db=tmp_path / "approvals.db", payload_store="s3://payloads/prod/temporal")
     storage = external_storage(settings)
-    writer, reader = storage.drivers
-    assert isinstance(writer, S3StorageDriver) and isinstance(reader, LocalFileDriver)
-    assert reader.root == tmp_path / "payloads"
+    writer, whole, local_blobs, reader = storage.drivers
+    assert isinstance(writer, ContentAddressedDriver) and isinstance(writer.files, S3BlobFiles)
+    # What earlier releases wrote (whole payloads in S3, or on the local directory) is still read.
+    assert isinstance(whole, S3StorageDriver) and isinstance(reader, LocalFileDriver)
+    assert isinstance(local_blobs, ContentAddressedDriver) and isinstance(local_blobs.files, LocalBlobFiles)
+    assert reader.root == local_blobs.files.root == tmp_path / "payloads"
     assert storage.driver_selector is not None and storage.driver_selector(None, payload("x")) is writer  # type: ignore[arg-type]
     for bad in ("s3:///nobucket", "gs://bucket/x"):
         with pytest.raises(ConfigError, match="PAYLOAD_STORE"):

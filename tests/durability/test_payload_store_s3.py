@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from config.settings import Settings
 from doors.control import start_conversation
 from payload_store import data_converter
+from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes, references
 from payload_store.s3 import close_s3_clients
 from tests.failure_support import assistant_count, holds, lines, replay_recorded, wait_turn, worker_process
@@ -79,16 +80,18 @@ async def test_large_payloads_go_to_the_bucket_and_replay_from_it(
     assert max(sizes.inline) < THRESHOLD and max(sizes.external) > len(BIG)
     objects = s3.objects(bucket_of(settings))
     found = references(history)
-    assert found and all(r.driver_name == "aws.s3driver" for r in found)
-    assert {f"approvals/{r.claim_data['key']}" for r in found} <= set(objects)
-    assert all(key.startswith("approvals/v0/") for key in objects)
+    assert found and all(r.driver_name == "s3-blobs" for r in found)
+    assert {f"approvals/cas/roots/{r.claim_data['hash_value']}" for r in found} <= set(objects)
+    assert all(key.startswith("approvals/cas/") for key in objects)
+    # Content-addressed: the file read three times is one object, however many payloads carry it.
+    assert sum(dumps(BIG) in s3.object_body(bucket_of(settings), key) for key in objects) == 1
     assert await replay_recorded(client, [cid], "s3-roundtrip") == 1
     # A reader without the bucket cannot rebuild the conversation: the payloads really live there.
     local_only = await Client.connect(
         env.client.service_client.config.target_host,
         data_converter=data_converter(dataclasses.replace(settings, payload_store=str(tmp_path / "elsewhere"))),
     )
-    with pytest.raises(Exception, match=r"No driver found with name 'aws\.s3driver'"):
+    with pytest.raises(Exception, match=r"No driver found with name 's3-blobs'"):
         await replay_recorded(local_only, [cid], "s3-without-bucket")
 
 
