@@ -1,6 +1,7 @@
 // The conversation's two switches: auto-approve and close.
 const $ = (id) => document.getElementById(id);
 let hooks = null;
+let switching = false; // a switch is on its way: a refresh meanwhile must not flip the box back
 
 export function setupControls(options) {
   hooks = options;
@@ -13,14 +14,17 @@ export function setupControls(options) {
 export function renderControls(detail) {
   $("conversation-controls").hidden = detail.turn_status === "closed";
   const toggle = $("auto-approve-toggle");
-  toggle.checked = Boolean(detail.auto_approve);
+  if (!switching) toggle.checked = Boolean(detail.auto_approve);
   toggle.disabled = !detail.worker_online;
 }
 
 async function switchAutoApprove() {
   const toggle = $("auto-approve-toggle");
   const path = `/api/conversations/${encodeURIComponent(hooks.selected())}/auto-approve`;
-  const result = await hooks.api(path, { json: { enabled: toggle.checked } });
+  switching = true;
+  const result = await hooks.api(path, { json: { enabled: toggle.checked } }).finally(() => {
+    switching = false;
+  });
   if (!result.ok) {
     toggle.checked = !toggle.checked;
     return hooks.toast(hooks.errorMessage(result), true);
