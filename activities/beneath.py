@@ -13,10 +13,13 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Called with each handle the walk opens (the root, each directory, the file): raises to refuse it.
+Check = Callable[[int], None]
 
 
 class LinkRefused(OSError):
@@ -56,39 +59,51 @@ def _open_dir(parent: int, name: str, relative: str, create: bool) -> int:
     return _open_dir(parent, name, relative, create=False)
 
 
-def _walk(root: Path, parts: list[str], relative: str, create: bool) -> int:
+def _walk(root: Path, parts: list[str], relative: str, create: bool, check: Check | None = None) -> int:
     """A handle on the directory that holds the last component (the root for an empty path)."""
     fd = os.open(root, _DIR_FLAGS)
     try:
+        if check is not None:
+            check(fd)
         for name in parts:
             nxt = _open_dir(fd, name, relative, create)
             os.close(fd)
             fd = nxt
+            if check is not None:
+                check(fd)
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def _open_last(root: Path, relative: str, flags: int, create_parents: bool = False) -> int:
+def _open_last(root: Path, relative: str, flags: int, create_parents: bool = False, check: Check | None = None) -> int:
     parts = _parts(relative)
     if not parts:
         return os.open(root, _DIR_FLAGS)
-    parent = _walk(root, parts[:-1], relative, create_parents)
+    parent = _walk(root, parts[:-1], relative, create_parents, check)
     try:
-        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=parent)
+        fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=parent)
     except OSError as err:
         if err.errno == errno.ELOOP:  # the last component is a link
             raise LinkRefused(f"{relative} is a symbolic link (links are not followed)") from None
         raise
     finally:
         os.close(parent)
+    if check is not None:
+        try:
+            check(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
-def read_beneath(root: Path, relative: str, limit: int) -> ReadOutcome:
-    """At most `limit` bytes of a regular file; nothing is read when it is bigger."""
+def read_beneath(root: Path, relative: str, limit: int, check: Check | None = None) -> ReadOutcome:
+    """At most `limit` bytes of a regular file; nothing is read when it is bigger. `check` sees
+    every handle on the way (the root's, each directory's, the file's) and may refuse it."""
     # O_NONBLOCK: a FIFO must not hang the open; a regular file ignores it.
-    fd = _open_last(root, relative, os.O_RDONLY | os.O_NONBLOCK)
+    fd = _open_last(root, relative, os.O_RDONLY | os.O_NONBLOCK, check=check)
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

@@ -91,14 +91,23 @@ def _steps(workspace: Path, policy: SandboxPolicy) -> list[tuple[str, ...]]:
         if extra.is_dir() and not any(_inside(extra, v) for v in visible):
             steps.append(("ro", str(extra)))
             visible.append(extra)
-    named: list[str | Path] = [*policy.hidden, *SYSTEM_SECRETS]
-    hidden = sorted({Path(os.path.abspath(p)) for p in named}, key=lambda p: len(p.parts))
+    hidden = _hidden(policy)
     for path in hidden:
         if any(_inside(path, v) and path != v for v in visible) and not _inside(path, workspace):
             steps.append(_cover(path))
     steps.append(("rw", str(workspace)))
-    steps += [_cover(path) for path in hidden if _inside(path, workspace) and path != workspace]
+    steps += [_cover(path) for path in hidden_inside(workspace, policy)]
     return [step for step in steps if step[0] != "skip"]
+
+
+def _hidden(policy: SandboxPolicy) -> list[Path]:
+    named: list[str | Path] = [*policy.hidden, *SYSTEM_SECRETS]
+    return sorted({Path(os.path.abspath(p)) for p in named}, key=lambda p: len(p.parts))
+
+
+def hidden_inside(workspace: Path, policy: SandboxPolicy) -> list[Path]:
+    """The hidden paths a sandboxed tool of this workspace finds covered inside it."""
+    return [path for path in _hidden(policy) if _inside(path, workspace) and path != workspace]
 
 
 def _cover(path: Path) -> tuple[str, ...]:
@@ -271,6 +280,19 @@ def sandboxed_launch(
             raise SandboxUnavailable(str(err)) from None
     prefix = _launcher_argv(name, binary, workspace, policy, mode)
     return Launch([*prefix, *argv], scrubbed_env(policy, environ, SANDBOX_HOME), workspace, name)
+
+
+def tool_uid(workspace: Path, policy: SandboxPolicy) -> int | None:
+    """The host uid a sandboxed tool of this workspace runs as (None: the worker's own, in a user
+    namespace), the workspace handed to it as a launch would hand it. Raises SandboxUnavailable."""
+    _, _, mode = _choose(policy, os.environ)
+    if mode == "user":
+        return None
+    try:
+        give_workspace(workspace, policy.uid, policy.gid)
+    except PermissionError as err:
+        raise SandboxUnavailable(str(err)) from None
+    return policy.uid
 
 
 def describe(policy: SandboxPolicy) -> str:

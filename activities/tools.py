@@ -69,7 +69,8 @@ class ToolActivities:
         """What an asked call will change, read in the call's own workspace and confinement."""
         if request.run_on is not None and request.run_on != self._host_queue:
             return EffectPreview(kind="tool", summary="not read: another host's workspace", wrong_host=True)
-        return await preview_effect(self._workspace(request.workspace, False), request, activity.heartbeat)
+        beat = _no_beat if activity.info().is_local else activity.heartbeat  # a local activity has none
+        return await preview_effect(self._workspace(request.workspace, False), request, beat)
 
     def _workspace(self, key: str | None, network: bool) -> Workspace:
         root = workspace_for(self._workspace_dir, key)
@@ -216,6 +217,10 @@ class ToolActivities:
             await self._projection.keep_previous_content(kept, self._undo_retention)
         except Exception as err:  # the write happened: a lost undo copy must not turn it into a failure
             activity.logger.warning("could not keep what %s replaced: %s", request.request_id, err)
+
+
+def _no_beat() -> None:
+    pass
 
 
 WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation's host", wrong_host=True)

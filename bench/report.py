@@ -350,12 +350,12 @@ def _observability(s: dict[str, Any]) -> list[str]:
 def _preview(s: dict[str, Any]) -> list[str]:
     how = (
         f"From the model's reply to the card's row in the read model, for a write over a {s['file_bytes']:,}-byte"
-        " file; alternating, same run: this tree's worker, and the worker of the revision before previews."
+        " file; alternating, same run: this tree's worker, and the same tree with previews switched off."
     )
     out = ["## The effect preview between the reply and the card", "", how, ""]
     rows = [
         [label, *(s[key][k] for k in ("p50_ms", "p90_ms", "p99_ms", "n"))]
-        for label, key in (("with the preview", "with_preview"), ("without (before previews)", "without_preview"))
+        for label, key in (("with the preview", "with_preview"), ("without (previews off)", "without_preview"))
     ]
     rows.append(["**added at p50**", f"**{s['added_p50_ms']} ms**", "", "", ""])
     return [*out, *_table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)]

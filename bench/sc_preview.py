@@ -3,15 +3,16 @@
 Each conversation's model asks to overwrite a 102,000-byte file of its workspace, changing one
 line. Latency = from the model's reply recorded in history (call_llm's ActivityTaskCompleted) to
 the pending row written to the read model (project_approval_requested's ActivityTaskCompleted):
-the moment the card can be shown. "with" is this tree's worker (the preview activity reads the
-file in the sandbox and diffs it); "without" is the worker of the revision before previews,
-exported from git. The two alternate one conversation at a time; every request is then denied.
+the moment the card can be shown, with its diff. "with" is this tree's worker (the preview reads
+the file and diffs it before the row is written); "without" is the same tree (its last commit)
+with previews switched off in an exported copy (Previewer.enabled answers False), so the two
+differ by the preview alone, payload store and all. The two alternate one conversation at a
+time; every request is then denied.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +26,19 @@ from core.models import DecisionInput
 from doors.control import send_decision
 from workflows.activity_calls import CALL_LLM, PROJECT_APPROVAL_REQUESTED
 
-HERE = Path(__file__).resolve().parent
 
-
-def before_previews(root: Path) -> Path:
-    """The source tree of the commit before previews were added (the parent of core/previews.py's first commit)."""
+def previews_off(root: Path) -> Path:
+    """This tree's last commit, exported, with previews switched off and nothing else changed."""
     from bench.run import export_revision
 
-    added = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%H", "--", "core/previews.py"],
-        cwd=HERE.parent,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return export_revision(f"{added[-1]}^", root / "before-previews")
+    tree = export_revision("HEAD", root / "previews-off")
+    module = tree / "workflows" / "previewing.py"
+    switch = "        return workflow.patched(patches.EFFECT_PREVIEW)\n"
+    text = module.read_text()
+    if text.count(switch) != 1:
+        raise RuntimeError(f"{module}: the preview switch is not where this scenario turns it off")
+    module.write_text(text.replace(switch, "        return False\n"))
+    return tree
 
 
 def _seed(settings: Settings, ids: list[str]) -> None:
@@ -64,7 +63,7 @@ async def _latency(bench: Bench, cid: str) -> float:
 async def run(bench: Bench, count: int) -> dict[str, Any]:
     phases = {"with": bench.settings("preview-with"), "without": bench.settings("preview-without")}
     bench.start_worker(phases["with"], "ours", DEFAULT_CACHE)
-    bench.start_worker(phases["without"], "ours", DEFAULT_CACHE, checkout=bench.baseline or before_previews(bench.root))
+    bench.start_worker(phases["without"], "ours", DEFAULT_CACHE, checkout=bench.baseline or previews_off(bench.root))
     seconds: dict[str, list[float]] = {"with": [], "without": []}
     for i in range(count):
         for kind, settings in phases.items():

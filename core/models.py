@@ -464,6 +464,9 @@ class PreviewInput(BaseModel):
     annotations: dict[str, Any] = Field(default_factory=dict)
     rule: str | None = None
     run_on: str | None = Field(default=None, description="as ToolRequest.run_on: the one host that may read it")
+    packed_content: str | None = Field(
+        default=None, description="write_file's content, packed (core/previews.py), in place of arguments' content"
+    )
 
 
 class ListToolsInput(BaseModel):

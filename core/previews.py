@@ -8,8 +8,11 @@ call stale instead of overwriting what nobody saw.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import hashlib
+import re
+import zlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -22,6 +25,8 @@ MAX_DIFF_CHARS = 32_000  # what a card, the read model and a payload carry of on
 MAX_NEW_FILE_CHARS = 8_000  # what the card shows of a new file's content
 # The annotations MCP defines for a tool, in the order a card lists them.
 MCP_HINTS = ("destructiveHint", "readOnlyHint", "openWorldHint", "idempotentHint")
+CONTEXT_LINES = 3
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
 class EffectPreview(BaseModel):
@@ -45,6 +50,16 @@ class EffectPreview(BaseModel):
     hints: dict[str, Any] = Field(default_factory=dict, description="an MCP tool's annotations")
     changed_since: str | None = Field(default=None, description="a re-asked call: what changed since it was asked")
     wrong_host: bool = Field(default=False, description="not read: this worker is not on the request's run_on host")
+
+
+def pack_content(text: str) -> str:
+    """A write's new content, compressed: a preview's input then stays under the payload store's
+    threshold for a text of many times that size, and goes to its activity without being stored."""
+    return base64.b64encode(zlib.compress(text.encode(errors="surrogatepass"), 1)).decode()
+
+
+def unpack_content(packed: str) -> str:
+    return zlib.decompress(base64.b64decode(packed)).decode(errors="surrogatepass")
 
 
 def content_hash(data: bytes | None) -> str:
@@ -86,7 +101,7 @@ def file_preview(path: str, before: bytes | None, after: bytes, *, target_hash: 
             **base, note="binary file: no diff shown", summary=f"overwrite binary file {path}: {_size(len(before))}"
         )
     old, new = before.decode(errors="replace").splitlines(True), after.decode(errors="replace").splitlines(True)
-    diff = list(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", n=3))
+    diff = unified_lines(old, new, path)
     added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
     text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
@@ -101,6 +116,33 @@ def file_preview(path: str, before: bytes | None, after: bytes, *, target_hash: 
         note=note,
         summary=f"overwrite {path}: +{added} -{removed} lines, {_size(len(before))} -> {_size(len(after))}",
     )
+
+
+def unified_lines(old: list[str], new: list[str], path: str) -> list[str]:
+    """difflib's unified diff, matched only between the lines that differ: the lines both share at
+    the start and at the end (most of a file, for an edit) are context, never compared again."""
+    same_start, most = 0, min(len(old), len(new))
+    while same_start < most and old[same_start] == new[same_start]:
+        same_start += 1
+    same_end = 0
+    while same_end < most - same_start and old[-1 - same_end] == new[-1 - same_end]:
+        same_end += 1
+    cut = max(0, same_start - CONTEXT_LINES)
+    keep = max(0, same_end - CONTEXT_LINES)
+    lines = difflib.unified_diff(
+        old[cut : len(old) - keep], new[cut : len(new) - keep], f"a/{path}", f"b/{path}", n=CONTEXT_LINES
+    )
+    return [_shifted(line, cut) if line.startswith("@@") else line for line in lines]
+
+
+def _shifted(header: str, by: int) -> str:
+    """A hunk header of the cut-out part, numbered as in the whole file."""
+    found = _HUNK.match(header)
+    if found is None or by == 0:
+        return header
+    old_start, old_len, new_start, new_len = found.groups()
+    numbered = f"@@ -{int(old_start) + by}{old_len or ''} +{int(new_start) + by}{new_len or ''} @@"
+    return numbered + header[found.end() :]
 
 
 def unreadable_preview(path: str, after: bytes, why: str, target_hash: str | None) -> EffectPreview:

@@ -122,6 +122,19 @@ async def preview_effect(request: PreviewInput, task_queue: str | None) -> Effec
     )
 
 
+async def preview_effect_locally(request: PreviewInput) -> EffectPreview:
+    """The same preview as a local activity of the worker that holds the workflow: read within the
+    workflow task that asks the call, so the card waits for no task's round trip through the server."""
+    return await workflow.execute_local_activity(
+        PREVIEW_EFFECT,
+        request,
+        result_type=EffectPreview,
+        start_to_close_timeout=timedelta(seconds=60),
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        summary=f"preview {request.request_id}: {request.tool_name}",
+    )
+
+
 async def prepare_undo(request: PrepareUndoInput, task_queue: str | None) -> UndoPlan:
     """What an undo would restore, or why not: read on the conversation's host, like its tools."""
     return await workflow.execute_activity(

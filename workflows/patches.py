@@ -27,6 +27,7 @@ WORKSPACE_PER_CONVERSATION = "workspace-per-conversation"  # each conversation i
 REQUEST_RESOLUTION_LOCAL = "request-resolution-local"  # an ApprovalRequest mirrors its end in its own task
 EFFECT_PREVIEW = "effect-preview"  # asked calls previewed; a write bound to the target it previewed
 UNDO_FILE_CHANGE = "undo-file-change"  # an approved write_file undone, as a request of its own
+PREVIEW_IN_WORKFLOW_TASK = "preview-in-workflow-task"  # a preview on the workflow's host is a local activity
 
 ALL = (
     TOOL_CATALOG_ACTIVITY,
@@ -49,4 +50,5 @@ ALL = (
     REQUEST_RESOLUTION_LOCAL,
     EFFECT_PREVIEW,
     UNDO_FILE_CHANGE,
+    PREVIEW_IN_WORKFLOW_TASK,
 )

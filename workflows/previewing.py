@@ -21,13 +21,23 @@ with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
     from core.models import ApprovalRecord, ChatMessage, PolicyRules, PreviewInput, ToolDef, request_id_for
     from core.policy import asking_rule
-    from core.previews import EffectPreview, changed_note
+    from core.previews import EffectPreview, changed_note, pack_content
     from core.tool_registry import main_argument_text
     from core.why import EarlierDecision, WhyContext, why_for
     from workflows import activity_calls as calls
 
 # Histories from before previews open requests without one and write files unchecked.
 MAX_REASKS = 5  # a target that keeps changing: after this many re-asks the call is not run
+
+
+def packed(request: PreviewInput) -> PreviewInput:
+    """A write's content packed, for the local activity only: it never leaves this worker's code, so no
+    other release ever reads a request in this form (one on a host's queue carries the content as is)."""
+    content = request.arguments.get("content")
+    if request.tool_name != "write_file" or not isinstance(content, str):
+        return request
+    rest = {name: value for name, value in request.arguments.items() if name != "content"}
+    return request.model_copy(update={"arguments": rest, "packed_content": pack_content(content)})
 
 
 class Previewer:
@@ -71,10 +81,14 @@ class Previewer:
             return EffectPreview(kind="tool", summary=why, note=why)
 
     async def _read_on_host(self, request: PreviewInput) -> EffectPreview:
-        """As a pinned tool goes (workflows/tool_dispatch.py): first on the workflow's own queue, marked
+        """As a pinned tool goes (workflows/tool_dispatch.py): first where the workflow is (a local
+        activity; before PREVIEW_IN_WORKFLOW_TASK an activity on the workflow's own queue), marked
         with its host, so the worker that holds the workflow reads it at once when it is that host;
         another host's worker reads nothing, and it then goes to the host's own queue."""
         host = await self._tool_queue()
+        if workflow.patched(patches.PREVIEW_IN_WORKFLOW_TASK):  # read by this very worker, in this task
+            here = await calls.preview_effect_locally(packed(request).model_copy(update={"run_on": host}))
+            return here if not here.wrong_host else await calls.preview_effect(request, host)
         if host is None:
             return await calls.preview_effect(request, None)
         here = await calls.preview_effect(request.model_copy(update={"run_on": host}), None)
