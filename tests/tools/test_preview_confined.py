@@ -1,16 +1,19 @@
 """A preview reads the target as the tool would, confined: a link out of the workspace shows nothing
-outside it, and a write bound to a previewed hash refuses a changed file, with every launcher."""
+outside it, and a write bound to a previewed hash refuses a changed file, with every launcher. A
+plain file is read in the worker's process, and only what a sandboxed tool would see the same."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from activities.builtin_tools import Workspace
 from activities.file_state import TargetChanged, write_if_unchanged
-from activities.previews import preview_effect
+from activities.previews import preview_effect, read_as_the_tool_sees
 from activities.sandbox import SandboxPolicy
 from core.models import PreviewInput
 from core.previews import ABSENT, content_hash
@@ -76,3 +79,29 @@ def test_a_binary_or_too_large_file_is_named_not_shown(tmp_path: Path) -> None:
     shown = preview(ws, "big.txt")
     assert shown.diff is None and shown.note is not None and "too large" in shown.note
     assert shown.target_hash == content_hash(big.read_bytes())
+
+
+@pytest.mark.parametrize("launcher", ["bwrap", "unshare"])
+def test_a_plain_file_is_read_in_process_and_anything_else_in_the_sandbox(tmp_path: Path, launcher: str) -> None:
+    """The in-process read takes only what the sandbox would show the same; the rest is left to it."""
+    ws = workspace(tmp_path, launcher)
+    (ws.root / "sub").mkdir()
+    (ws.root / "sub" / "a.txt").write_text("one\n")
+    (ws.root / "secret.env").write_text(f"{SECRET}\n")
+    (ws.root / "link.txt").symlink_to(ws.root / "sub" / "a.txt")  # a link, even one inside: the sandbox's
+    preview(ws, "sub/a.txt")  # the sandbox's first launch hands the workspace to its uid, as a tool's would
+    here = read_as_the_tool_sees(ws, "sub/a.txt")
+    assert here is not None and here.data == b"one\n" and here.target_hash == content_hash(b"one\n")
+    missing = read_as_the_tool_sees(ws, "sub/none.txt")
+    assert missing is not None and missing.target_hash == ABSENT
+    for path in ("link.txt", "sub/../sub/a.txt", "sub"):
+        assert read_as_the_tool_sees(ws, path) is None, path
+    hidden = Workspace(ws.root, replace(ws.sandbox, hidden=(ws.root / "secret.env",)))
+    assert read_as_the_tool_sees(hidden, "secret.env") is None
+    assert SECRET not in preview(hidden, "secret.env").model_dump_json()
+    if os.geteuid() == 0:  # a file the sandbox uid may not read is not read by the worker's root either
+        (ws.root / "sub" / "root.txt").write_text(f"{SECRET}\n")
+        (ws.root / "sub" / "root.txt").chmod(0o600)
+        assert read_as_the_tool_sees(ws, "sub/root.txt") is None
+        assert SECRET not in preview(ws, "sub/root.txt").model_dump_json()
+    assert preview(ws, "sub/a.txt", "two\n").diff == "--- a/sub/a.txt\n+++ b/sub/a.txt\n@@ -1 +1 @@\n-one\n+two\n"
