@@ -439,7 +439,32 @@ def _request_latency(s: dict[str, Any]) -> list[str]:
     out += _table(["", "p50 ms", "p90 ms", "p99 ms", "n"], rows)
     blocks = {via: ", ".join(f"{r}x" for r in s[f"p50_ratio_{via}_per_block"]) for via in labels}
     out.append(f"The p50 ratio in consecutive blocks of the run: child {blocks['child']}; Nexus {blocks['nexus']}.")
+    if "phases" in s:
+        out += ["", *_request_phases(s["phases"])]
     return [*out, ""]
+
+
+def _request_phases(phases: dict[str, dict[str, float]]) -> list[str]:
+    """Each step's median ms after the decision, for the child, the Nexus call and the floor side by
+    side (steps in the order they come; a step the floor has not is left empty)."""
+    columns = ["child", "nexus", "floor"]
+    steps: dict[str, float] = {}
+    for name in columns:
+        for step, value in phases.get(name, {}).items():
+            if not step.endswith((".tasks", ".sticky")):
+                steps.setdefault(step, value)
+    rows = [
+        [step, *(phases.get(name, {}).get(step, "") for name in columns)]
+        for step in sorted(steps, key=lambda step: steps[step])
+    ]
+    tasks = [
+        [step, *(phases.get(name, {}).get(step, "") for name in columns)] for step in ("request.tasks", "caller.tasks")
+    ]
+    intro = (
+        "Where the time goes: each step's median ms after the decision is sent, read from the histories (the request's"
+        " events, then the caller's; the floor has only its own). `tasks`: workflow tasks run after the decision."
+    )
+    return [intro, "", *_table(["step", "child", "Nexus", "floor"], [*rows, *tasks])]
 
 
 def render(results: dict[str, Any]) -> str:

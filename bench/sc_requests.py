@@ -7,6 +7,9 @@ ActivityTaskCompleted event). Three callers take turns one approval at a time, e
 before the next is decided: a workflow that asks through `request_approval` (an `ApprovalRequest`
 child on our worker), one in a second namespace that asks through the `approvals` Nexus endpoint,
 and the floor (a signal, then the same activity). The ratio to the floor is what asking costs.
+Beside the totals, `phases` gives each step's median time after the decision (the request's
+workflow task and close, the caller hearing of it, its task, the activity), read from the
+histories (bench/request_phases.py), for the three side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from bench.drive import approval_latencies, approve, new_ids, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import Bench, ran_counts, say
 from bench.request_callers import CALLER_WORKFLOW, REQUEST_KEY, CallerJob, Via
+from bench.request_phases import median_steps, steps_after
 from bench.sc_latency import compare
 from bench.stats import summary_ms
 from doors.nexus_endpoint import ensure_endpoint
@@ -89,6 +93,10 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     sent_by = {via: [sent[wid] for wid in ids[via]] for via in CALLERS}
     closed = {via: await closed_after(bench, [requests[wid] for wid in ids[via]], sent_by[via]) for via in CALLERS}
     heard = {via: await heard_after(clients[via], ids[via], sent_by[via]) for via in CALLERS}
+    phases: dict[str, dict[str, float]] = {
+        via: await phases_of(bench.client, clients[via], ids[via], requests, sent) for via in CALLERS
+    }
+    phases["floor"] = await phases_of(bench.client, bench.client, floor_ids, {}, sent)
     bench.stop_workers()
 
     ran: dict[str, int] = ran_counts(floor_settings)
@@ -105,6 +113,8 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         result[f"{via}_caller_heard"] = summary_ms(heard[via])
         say(f"request_latency: {via} p50 {compared['ours']['p50_ms']} ms, ratio {compared['ratio']}")
     say(f"request_latency: floor p50 {result['floor']['p50_ms']} ms")
+    result["phases"] = phases
+    say(f"request_latency: phases (median ms after the decision) {phases}")
     return result
 
 
@@ -116,6 +126,19 @@ async def closed_after(bench: Bench, request_ids: list[str], sent: list[float]) 
         history = await bench.client.get_workflow_handle(rid).fetch_history()
         out.append(history.events[-1].event_time.ToMicroseconds() / 1e6 - at)
     return out
+
+
+async def phases_of(
+    ours: Client, callers: Client, caller_ids: list[str], requests: dict[str, str], sent: dict[str, float]
+) -> dict[str, float]:
+    """Each step's median after the decision: the request's (`request.` steps, when the caller
+    asks one) then the caller's own."""
+    asked, resumed = [], []
+    for wid in caller_ids:
+        if wid in requests:
+            asked.append(steps_after(await ours.get_workflow_handle(requests[wid]).fetch_history(), sent[wid]))
+        resumed.append(steps_after(await callers.get_workflow_handle(wid).fetch_history(), sent[wid]))
+    return median_steps(asked, "request.") | median_steps(resumed, "caller.")
 
 
 HEARD = {EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_NEXUS_OPERATION_COMPLETED}
