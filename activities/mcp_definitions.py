@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
-
-import mcp_types
+from typing import TYPE_CHECKING, Any
 
 from activities.builtin_tools import truncate
 from config.tools_section import McpServerConfig
 from core.models import PermissionType, ToolDef, ToolResult
+
+if TYPE_CHECKING:
+    import mcp_types
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -56,6 +57,8 @@ def tool_definition(server: str, config: McpServerConfig, tool: mcp_types.Tool) 
 
 def result_text(result: mcp_types.CallToolResult) -> ToolResult:
     """Text and structured content kept; other content summarised."""
+    import mcp_types  # loaded with the connection that produced the result
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):

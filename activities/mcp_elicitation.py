@@ -20,13 +20,14 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from mcp import types
+from typing import TYPE_CHECKING, Any
 
 from core.models import ToolDef
 from storage import elicitations
 from storage.store import ProjectionStore
+
+if TYPE_CHECKING:
+    from mcp import types
 
 POLL_SECONDS = 0.5
 DEFAULT_TIMEOUT_SHARE = 0.75
@@ -49,6 +50,8 @@ class ElicitationDesk:
         self._poll = poll_seconds
 
     async def ask(self, asker: Asker | None, params: Any, timeout_seconds: float) -> types.ElicitResult:
+        from mcp import types  # loaded by the connection that asks; a worker without MCP never needs it
+
         if asker is None:
             log.warning("an MCP elicitation arrived while several calls (or none) were in flight: declined")
             return types.ElicitResult(action="decline")

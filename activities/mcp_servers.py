@@ -6,7 +6,8 @@ sees another's files. Instances start on demand, the least recently used is clos
 `max_running` run, and one idle for `idle_seconds` is closed. HTTP servers and stdio servers with
 a fixed `cwd` have one instance. Tool definitions do not depend on the workspace: a server's
 listing is kept, so a conversation that lists tools without calling one starts no server.
-`close()` stops them all with the worker.
+`close()` stops them all with the worker. The MCP SDK is imported with the first connection: a
+worker with no MCP server configured starts a second sooner without it.
 """
 
 from __future__ import annotations
@@ -17,16 +18,17 @@ import logging
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from activities.mcp_connection import McpConnection, reason
-from activities.mcp_definitions import mcp_tool_name, result_text, tool_definition
 from activities.mcp_elicitation import ElicitationDesk
 from activities.sandbox import SandboxPolicy
 from activities.workspaces import holds_workspaces, workspace_for
 from config.tools_section import McpServerConfig
 from core.models import ToolDef
 
-__all__ = ["McpConnection", "McpServers", "mcp_tool_name", "result_text", "tool_definition"]
+if TYPE_CHECKING:
+    from activities.mcp_connection import McpConnection
+
 log = logging.getLogger(__name__)
 IDLE_SECONDS = 300.0
 MAX_RUNNING = 16
@@ -85,6 +87,8 @@ class McpServers:
         key = self._key(name, workspace)
         found = self._instances.get(key)
         if found is None:
+            from activities.mcp_connection import McpConnection  # the MCP SDK loads with the first server
+
             found = McpConnection(
                 name, self.configs[name], workspace_for(self._root, key[1]), self._sandbox, self._desk
             )
@@ -158,6 +162,8 @@ class McpServers:
         unavailable: dict[str, str] = {}
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, BaseException):
+                from activities.mcp_connection import reason
+
                 why = "no answer in time" if isinstance(outcome, TimeoutError) else reason(outcome)
                 log.warning("MCP server %s: tools unavailable: %s", name, why)
                 unavailable[f"MCP server {name}"] = _bounded(why)

@@ -87,6 +87,11 @@ class PostgresServer:
 BACKENDS = ("sqlite", "postgresql")
 # On a test or module: run it once per backend (the `database` fixture, or `database_for`).
 on_both_backends = pytest.mark.parametrize("database", BACKENDS, indirect=True)
+# The CLI end to end, a Python process per command: on PostgreSQL it repeats the SQLite run process
+# for process, through the storage layer that runs on both backends in `make test`; its PostgreSQL
+# run goes with the full sizes, under `make test-scale`.
+BACKENDS_POSTGRES_AT_SCALE = ("sqlite", pytest.param("postgresql", marks=pytest.mark.scale))
+on_both_backends_postgres_at_scale = pytest.mark.parametrize("database", BACKENDS_POSTGRES_AT_SCALE, indirect=True)
 
 
 def database_for(request: pytest.FixtureRequest, kind: str, directory: Path) -> str | Path:

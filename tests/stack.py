@@ -1,7 +1,9 @@
 """The system as `make run` runs it, in real processes, for tests that drive the CLI like a user.
 
 A dev server on a SQLite file, the demo model as `python -m demo_model`, `python worker.py`, and
-`python starter.py ...` as subprocesses: each on a free port, each killable on its own.
+`python starter.py ...` as subprocesses: each on a free port, each killable on its own. Waiting
+reads the projection in-process and runs the CLI once the answer can be yes (a CLI run costs a
+Python start, half a CPU-second).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from config.settings import Settings
+from tests.helpers import pending_rows, rows
 from tests.processes import REPO_ROOT, WorkerProcess, _kill, free_port, process_env, wait_for_port
 
 T = TypeVar("T")
@@ -113,6 +116,8 @@ class Stack:
 
     def wait_status(self, conversation_id: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
         def check() -> dict[str, Any] | None:
+            if self._projected_status(conversation_id) != status:
+                return None  # the projection follows the worker: no CLI run until it could answer yes
             done = self.cli("show", conversation_id, "--json", "--timeout", "1")
             if done.returncode == 3 and "no worker answered and the projection has no conversation" in done.stderr:
                 return None  # a busy worker, and a projection not written yet: not yet, not a failure
@@ -120,14 +125,24 @@ class Stack:
             state: dict[str, Any] = json.loads(done.stdout)
             return state if state["source"] == "worker" and state["turn_status"] == status else None
 
-        return until(check, timeout=timeout, interval=0.3)
+        return until(check, timeout=timeout, interval=0.1)
 
     def wait_pending(self, conversation_id: str, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
         def check() -> list[dict[str, Any]] | None:
+            if len(pending_rows(self.settings.approvals_db, conversation_id)) != count:
+                return None  # read in-process; the CLI runs once the table could satisfy it
             rows = self.pending(conversation_id)
             return rows if len(rows) == count else None
 
-        return until(check, timeout=timeout)
+        return until(check, timeout=timeout, interval=0.1)
+
+    def _projected_status(self, conversation_id: str) -> str | None:
+        found = rows(
+            self.settings.approvals_db,
+            "SELECT turn_status FROM ui_conversations WHERE conversation_id = ?",
+            conversation_id,
+        )
+        return str(found[0]["turn_status"]) if found else None
 
     def stop(self) -> None:
         if self.worker is not None:

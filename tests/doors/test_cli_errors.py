@@ -2,7 +2,7 @@
 
 Then the exit statuses must hold run after run: a process that used the Temporal client can
 crash at interpreter exit (sdk-python issue #300), so `pending`, `approve` and `show` each run
-50 times under `make test-scale` (10 in `make test`), in parallel batches, and every run must exit
+50 times under `make test-scale` (5 in `make test`), in parallel batches, and every run must exit
 as expected.
 """
 
@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from tests.helpers import rows, workspace_of
-from tests.postgres import BACKENDS, database_for
+from tests.postgres import BACKENDS_POSTGRES_AT_SCALE, database_for
 from tests.processes import DevServer
 from tests.scale import at_scale
 from tests.stack import Stack, make_stack, one_line, until
 from tests.ui_fixtures import seed_conversation
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=BACKENDS_POSTGRES_AT_SCALE)
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("cli-errors")
     server = DevServer(tmp / "temporal.db", tmp / "temporal.log").start()
@@ -126,7 +126,7 @@ def settle(stack: Stack, waiting: tuple[str, list[dict[str, Any]]]) -> None:
     until(lambda: snapshot(stack)["approvals"][0]["decision"])
 
 
-@at_scale("runs", quick=10, full=50)
+@at_scale("runs", quick=5, full=50)
 def test_exit_statuses_hold_over_many_runs(stack: Stack, waiting: tuple[str, list[dict[str, Any]]], runs: int) -> None:
     conversation_id, [first, _] = waiting
     settle(stack, waiting)

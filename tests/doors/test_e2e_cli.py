@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import workspace_of
-from tests.postgres import on_both_backends
+from tests.postgres import on_both_backends_postgres_at_scale
 from tests.processes import DevServer
 from tests.stack import Stack, make_stack, until
 
-pytestmark = on_both_backends
+pytestmark = on_both_backends_postgres_at_scale
 
 
 @pytest.fixture(scope="module")

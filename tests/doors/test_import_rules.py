@@ -143,3 +143,13 @@ def test_the_callers_package_needs_only_temporalio_and_pydantic() -> None:
         if path.name not in ADAPTER_SDKS and module in adapters
     }
     assert outside | core_to_adapter == set()
+
+
+def test_a_worker_without_mcp_servers_never_loads_the_mcp_sdk() -> None:
+    """The MCP SDK is a second of CPU at every worker start; it loads with the first MCP connection."""
+    import subprocess
+    import sys
+
+    probe = "import sys, worker; print(sorted(m for m in ('mcp', 'mcp_types') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr

@@ -87,7 +87,7 @@ async def decide_three_ways(ui_urls: list[str], env: dict[str, str], request_id:
 # 300 conversations, three workers killed and replaced over and over: 200-260 s on an idle
 # machine, more beside the suite's other processes. Its own waits are bounded (900 s at most).
 @pytest.mark.timeout(1200)
-@at_scale("conversations", quick=30, full=300)
+@at_scale("conversations", quick=12, full=300)
 async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
     client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path, conversations: int
 ) -> None:
