@@ -54,9 +54,18 @@ class WatchProcess:
         return self.text
 
 
-def _reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    last_user = [m for m in messages if m["role"] == "user"][-1]["content"]
-    return text_reply(FIRST if last_user == first_user_text(messages) else SECOND)
+class Replies:
+    """The first reply waits until `watch` follows (a busy machine can start it late), then both stream."""
+
+    def __init__(self) -> None:
+        self.watching = threading.Event()
+
+    def __call__(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        last_user = [m for m in messages if m["role"] == "user"][-1]["content"]
+        if last_user != first_user_text(messages):
+            return text_reply(SECOND)
+        assert self.watching.wait(timeout=90), "watch never printed the conversation"
+        return text_reply(FIRST)
 
 
 async def test_watch_prints_a_streamed_reply_whole_when_a_message_arrives_mid_reply(
@@ -64,11 +73,14 @@ async def test_watch_prints_a_streamed_reply_whole_when_a_message_arrives_mid_re
 ) -> None:
     assert model.server is not None
     model.server.chunk_delay = 0.05  # a few seconds per reply
-    model.behaviour = _reply
+    replies = Replies()
+    model.behaviour = replies
     async with build_worker(client, settings):
         cid = histories.track(await start_conversation(client, settings, "tell me a long story"))
         watch = WatchProcess(settings, client, cid)
         try:
+            await eventually(lambda: _async("user: tell me a long story" in watch.text), timeout=90)
+            replies.watching.set()
             await eventually(lambda: _async(LABEL in watch.text), timeout=60)
             await send_message(client, cid, "and then?")  # mid-reply
             await eventually(lambda: _async(f"{LABEL}{SECOND}\n" in watch.text or None), timeout=60)
