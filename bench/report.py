@@ -151,6 +151,15 @@ def _recovery(s: dict[str, Any]) -> list[str]:
     if "ratio_to_floor" in s:
         ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_floor"].items())
         out += [f"Drain rate over the floor's (ratio_to_floor): {ratios}.", ""]
+    if "task_ratio_to_floor" in s and floor is not None:
+        ours = ", ".join(f"{backend} {r['tasks_per_approval']}" for backend, r in backends.items())
+        best = ", ".join(f"{backend} {ratio}" for backend, ratio in s["task_ratio_to_floor"].items())
+        out += [
+            f"Temporal tasks (workflow tasks plus activities) from the decision to the end of the turn: {ours};"
+            f" the floor {floor['tasks_per_approval']}. At the floor's cost per task the drain ratio would be the"
+            f" task ratio (task_ratio_to_floor): {best}.",
+            "",
+        ]
     return out
 
 
@@ -192,6 +201,15 @@ def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:
             f"The transcript itself (each turn's messages counted once) is {s['transcript_kib']:,} KiB: the payload"
             f" store holds **{s['store_bytes_per_transcript_byte']}** bytes per transcript byte; the store's"
             f" growth per turn, last 10% over first 10%: **{s['store_per_turn_last_over_first']}**."
+        )
+    if "store_bytes_per_turn_last_over_first" in s:
+        out.append(
+            f"Every byte counted (means) and the first 10% taken from turn {s['store_first_turn_stored']}, the first"
+            f" that stored anything: {s['store_kib_per_turn_first_stored_decile_mean']} KiB ->"
+            f" {s['store_kib_per_turn_last_decile_mean']} KiB per turn, last over first"
+            f" (store_bytes_per_turn_last_over_first) **{s['store_bytes_per_turn_last_over_first']}**; history plus"
+            f" store bytes written per turn: {s['written_kib_per_turn_first_decile_mean']} KiB ->"
+            f" {s['written_kib_per_turn_last_decile_mean']} KiB ({s['written_bytes_per_turn_last_over_first']})."
         )
         out.append("")
     step = max(1, s["turns"] // 10)
@@ -506,6 +524,12 @@ def render(results: dict[str, Any]) -> str:
         lines += _history(
             sc["history_full_transcript"], ("b", "no compaction: the whole transcript in every model call")
         )
+    if "history_all_stored" in sc:
+        lines += _history(
+            sc["history_all_stored"], ("c", "compaction, PAYLOAD_STORE_THRESHOLD 0 (every payload stored)")
+        )
+    if "history_full_transcript_all_stored" in sc:
+        lines += _history(sc["history_full_transcript_all_stored"], ("d", "no compaction, PAYLOAD_STORE_THRESHOLD 0"))
     if "inbox" in sc:
         lines += _inbox(sc["inbox"])
     if "langgraph" in sc:

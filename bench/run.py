@@ -39,6 +39,8 @@ SIZES: dict[str, tuple[int, int]] = {
     "recovery": (1000, 50),
     "history": (500, 20),
     "history_full_transcript": (500, 20),
+    "history_all_stored": (500, 20),
+    "history_full_transcript_all_stored": (500, 20),
     "inbox": (100_000, 10_000),
     "langgraph": (200, 30),
     "mcp": (100, 20),
@@ -100,6 +102,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "history": ("sc_history", {}),
     # No compaction (a budget no transcript reaches): the whole transcript goes with every model call.
     "history_full_transcript": ("sc_history", {"context_budget": 10**9}),
+    # PAYLOAD_STORE_THRESHOLD 0: every payload goes through the store, from the first turn on.
+    "history_all_stored": ("sc_history", {"payload_threshold": 0}),
+    "history_full_transcript_all_stored": ("sc_history", {"payload_threshold": 0, "context_budget": 10**9}),
     "inbox": ("sc_inbox", {}),
     "langgraph": ("sc_langgraph", {}),
     "mcp": ("sc_mcp", {}),

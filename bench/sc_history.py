@@ -129,6 +129,35 @@ def per_turn(runs: list[WorkflowHistory], turns: int) -> tuple[list[dict[str, An
     return rows, continued_after
 
 
+def _mean_kib(values: list[int]) -> float:
+    return round(sum(values) / max(len(values), 1) / 1024, 2)
+
+
+def store_flatness(rows: list[dict[str, Any]], decile: int) -> dict[str, Any]:
+    """The store's bytes per turn, every byte counted (means, not medians), compared fairly.
+
+    Below PAYLOAD_STORE_THRESHOLD a model call's messages stay inline, so the first turns store
+    nothing and the plain first tenth compares an inline start with a stored end. Here the first
+    tenth starts at the first turn that stored anything; the turns after it that stored nothing
+    (a compacted transcript back under the threshold) stay in, in both tenths alike. The bytes
+    written per turn (history events plus the store) are given as well, inline turns included.
+    """
+    stored_from = next((i for i, row in enumerate(rows) if row["store_bytes"] > 0), 0)
+    first = [r["store_bytes"] for r in rows[stored_from : stored_from + decile]]
+    last = [r["store_bytes"] for r in rows[-decile:]]
+    written_first = [r["store_bytes"] + r["bytes"] for r in rows[:decile]]
+    written_last = [r["store_bytes"] + r["bytes"] for r in rows[-decile:]]
+    return {
+        "store_first_turn_stored": stored_from + 1,
+        "store_kib_per_turn_first_stored_decile_mean": _mean_kib(first),
+        "store_kib_per_turn_last_decile_mean": _mean_kib(last),
+        "store_bytes_per_turn_last_over_first": round(sum(last) / max(sum(first), 1) * len(first) / len(last), 2),
+        "written_kib_per_turn_first_decile_mean": _mean_kib(written_first),
+        "written_kib_per_turn_last_decile_mean": _mean_kib(written_last),
+        "written_bytes_per_turn_last_over_first": round(sum(written_last) / max(sum(written_first), 1), 2),
+    }
+
+
 async def run(
     bench: Bench, turns: int, payload_threshold: int | None = None, context_budget: int | None = None
 ) -> dict[str, Any]:
@@ -140,6 +169,7 @@ async def run(
     summaries_before = script.summary_requests(bench.model)
     files_before = _store_files(settings)
     label = "history" if context_budget is None else "history_full_transcript"
+    label += "_all_stored" if payload_threshold == 0 else ""
     bench.start_worker(settings, "ours", DEFAULT_CACHE)
     cid = new_ids(script.READ_PREFIX.rstrip("-"), 1)[0]
     files = workspace_for(settings.workspace_dir, cid)  # the conversation's own workspace
@@ -222,6 +252,7 @@ async def run(
     summary["store_per_turn_last_over_first"] = round(
         summary["store_kib_per_turn_last_decile"] / max(summary["store_kib_per_turn_first_decile"], 0.1), 2
     )
+    summary.update(store_flatness(rows, decile))
     bench.check(
         f"{label}: no payload in history at or over the threshold",
         True,
@@ -235,5 +266,7 @@ async def run(
         f" continue-as-new after turns {continued_after};"
         f" store {summary['store_bytes_per_transcript_byte']} bytes per transcript byte,"
         f" store KiB/turn {summary['store_kib_per_turn_first_decile']} -> {summary['store_kib_per_turn_last_decile']}"
+        f" (means from the first stored turn: {summary['store_kib_per_turn_first_stored_decile_mean']}"
+        f" -> {summary['store_kib_per_turn_last_decile_mean']}, {summary['store_bytes_per_turn_last_over_first']}x)"
     )
     return summary

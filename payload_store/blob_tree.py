@@ -7,9 +7,15 @@ tool result) and a run of list items each become a blob named by the SHA-256 of 
 document keeps a reference `{"$ref": digest}` instead: a turn stores only what it adds.
 
 A long list is cut into runs at content-defined boundaries (after an item whose digest ends on a
-multiple of CHUNK_SPREAD), and the list becomes `{"$cat": [refs of runs]}`, itself cut again when
-long. The boundaries depend on the items only, so a list that grew at the end, or lost its oldest
-items to compaction, keeps its earlier runs: they are found, not stored again.
+multiple of CHUNK_SPREAD), and the list becomes `{"$cat": [parts]}`. The boundaries depend on the
+items only, so a list that grew at the end, or lost its oldest items to compaction, keeps its
+earlier runs: they are found, not stored again. Only the open run at the end (no boundary after it
+yet) changes as the list grows; the complete runs before it, once many, go under one reference to
+a node built the same way over their references, one level up. A node of level k changes only when
+a run of the level below completes, about every CHUNK_SPREAD**k items, so a payload that adds an
+item stores the open run, a small root and, on average, a constant number of node bytes, however
+long the list already is (a balanced tree would store a node per level, a number that grows with
+the list's length).
 
 Pure functions, no I/O: `split` returns the root and the blobs to write; `join` rebuilds the
 document from the root and the blobs it reaches (`references` names them, level by level).
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 REF, CAT, LIT, MAP = "$ref", "$cat", "$lit", "$map"
@@ -74,22 +80,39 @@ class _Splitter:
             return items
         if len(items) < LIST_MIN_ITEMS:
             return self.blob(encoded)
-        runs = [self.blob(dumps(run)) for run in _runs(items)]
-        while len(runs) >= LIST_MIN_ITEMS:  # a long list of runs: runs of runs
-            runs = [self.blob(dumps({CAT: run})) for run in _runs(runs)]
-        return {CAT: runs}
+        return {CAT: self.parts(items, lambda run: dumps(run))}
+
+    def parts(self, elements: list[Any], run_blob: Callable[[list[Any]], bytes]) -> list[Any]:
+        """Parts (references, each joining to a list) whose concatenation is `elements` joined.
+
+        The complete runs (ended at a boundary: a list that grows keeps them as they are) come
+        first, under one reference to a node built the same way one level up once there are many;
+        the open tail run after them, the only part that changes as the list grows, comes last.
+        """
+        complete, tail = _runs(elements)
+        refs = [self.blob(run_blob(run)) for run in complete]
+        head = refs if len(refs) < LIST_MIN_ITEMS else [self.blob(dumps({CAT: self.parts(refs, _cat)}))]
+        if not tail:
+            return head
+        # One level up the tail is references already: listed as they are, not a blob of their own.
+        return head + (tail if run_blob is _cat else [self.blob(run_blob(tail))])
 
 
-def _runs(items: list[Any]) -> Iterator[list[Any]]:
+def _cat(run: list[Any]) -> bytes:
+    return dumps({CAT: run})
+
+
+def _runs(items: list[Any]) -> tuple[list[list[Any]], list[Any]]:
+    """The complete runs (each ended after a boundary item, or at CHUNK_MAX_ITEMS) and the open tail."""
+    complete: list[list[Any]] = []
     run: list[Any] = []
     for item in items:
         run.append(item)
         mark = item[REF] if isinstance(item, dict) and set(item) == {REF} else digest_of(dumps(item))
         if int(mark[-6:], 16) % CHUNK_SPREAD == 0 or len(run) >= CHUNK_MAX_ITEMS:
-            yield run
+            complete.append(run)
             run = []
-    if run:
-        yield run
+    return complete, run
 
 
 def split(document: Any) -> tuple[bytes, dict[str, bytes]]:

@@ -41,7 +41,10 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
         done = result["backends"][backend]
         assert (done["tools_run"], done["model_requests"], done["workers"]) == (5, 10, 2), backend
         assert result["ratio_to_floor"][backend] > 0
+        assert done["tasks_per_approval"] > result["floor"]["tasks_per_approval"], backend
     assert (result["floor"]["workflows"], result["floor"]["workers"]) == (5, 2)
+    # The floor's signal costs a workflow task, its one activity, and the task that completes it.
+    assert result["floor"]["tasks_per_approval"] == 3
 
 
 async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -> None:
@@ -64,3 +67,6 @@ async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -
     # Content-addressed: a turn's store growth is what it added, far less than the payloads it refers to.
     assert sum(row["store_bytes"] for row in rows[3:]) < sum(row["external_bytes"] for row in rows[3:]) / 2
     assert result["store_bytes_per_transcript_byte"] > 0 and result["transcript_kib"] > 6 * 4
+    # The fair first tenth starts where the store first held something, after the inline start.
+    assert result["store_first_turn_stored"] == 1 + next(i for i, row in enumerate(rows) if row["store_bytes"])
+    assert result["store_first_turn_stored"] > 1 and result["store_bytes_per_turn_last_over_first"] > 0

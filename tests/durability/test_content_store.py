@@ -20,7 +20,7 @@ from doors.control import start_conversation
 from maintenance.payload_gc import collect_payloads
 from payload_store import data_converter
 from payload_store.blob_files import LocalBlobFiles
-from payload_store.blob_tree import dumps
+from payload_store.blob_tree import dumps, split
 from payload_store.content_driver import ContentAddressedDriver
 from payload_store.history import references
 from tests.failure_support import replay_recorded
@@ -74,6 +74,24 @@ async def test_a_growing_transcript_stores_each_message_once_and_reads_back_whol
     tool_outputs = [dumps(m["content"]) for m in messages if m["role"] == "tool"]
     files = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
     assert all(sum(out in blob for blob in files) == 1 for out in tool_outputs)
+
+
+def test_what_an_appended_item_stores_does_not_grow_with_the_list() -> None:
+    """A list 16 times longer costs the same per appended item: only the open run, the root and
+    (now and then) a node of the level above are new, not a node on every level of a tree that
+    deepens as the list grows."""
+    items = [{"role": "user", "content": f"task {k}"} for k in range(2400)]
+
+    def stored_per_append(start: int, appends: int) -> int:
+        seen = set(split({"messages": items[:start]})[1])  # what the list stored before
+        added = 0
+        for end in range(start + 1, start + appends + 1):
+            root, blobs = split({"messages": items[:end]})
+            added += len(root) + sum(len(blob) for digest, blob in blobs.items() if digest not in seen)
+            seen.update(blobs)
+        return added
+
+    assert stored_per_append(2200, 200) < 1.1 * stored_per_append(100, 200)
 
 
 async def test_a_list_that_lost_its_oldest_items_reuses_what_it_kept(tmp_path: Path) -> None:
