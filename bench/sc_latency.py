@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.sandbox import describe as sandbox_launcher
-from bench import sandbox_cost, script
+from bench import phases, sandbox_cost, script
 from bench.drive import approval_latencies, approve, new_ids, pending_requests, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
@@ -78,6 +78,8 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         await store.close()
     measured = {name: await approval_latencies(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
+    split = {name: await phases.medians(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
+    split["floor"] = await phases.medians(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
     ran: dict[str, int] = ran_counts(floor_settings)
     for settings, _ in groups.values():
@@ -97,6 +99,8 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     if "ours_stored" in groups:
         result["stored_over_inline_p50_per_block"] = block_ratios(measured["ours_stored"], measured["ours"])
         result["payload_store_threshold"] = stored_threshold
+    result["phases_p50_ms"] = split
+    say(f"{label}: phases (p50 ms): {split}")
     if stored_threshold is None:
         result["sandbox"] = await sandbox_apart(floor_settings, count)
         say(f"{label}: the sandbox alone: {result['sandbox']}")
