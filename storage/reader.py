@@ -77,7 +77,8 @@ async def list_conversations(
         params.append(status)
     if after is not None:
         updated_at, conversation_id = _decode(after)
-        where.append("(updated_at < ? OR (updated_at = ? AND conversation_id > ?))")
+        # The bound on updated_at alone is a range of the page index; the rest filters its ties.
+        where.append("updated_at <= ? AND (updated_at < ? OR conversation_id > ?)")
         params += [updated_at, updated_at, conversation_id]
     sql = f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations"
     if where:
@@ -180,7 +181,7 @@ async def list_approvals(
         params.append(conversation_id)
     if after is not None:
         created_at, request_id = _decode(after)
-        where.append("(a.created_at > ? OR (a.created_at = ? AND a.request_id > ?))")
+        where.append("a.created_at >= ? AND (a.created_at > ? OR a.request_id > ?)")
         params += [created_at, created_at, request_id]
     sql = _APPROVALS + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY a.created_at, a.request_id"
     if limit is not None:
