@@ -77,7 +77,7 @@ async def claim_in_autocommit(tx: Tx, decision: DecisionInput) -> ClaimedDecisio
 
 
 async def _judged(tx: Tx, decision: DecisionInput) -> RequestFacts:
-    row = await reader.get_approval(tx, decision.request_id)
+    row = await reader.get_decision_terms(tx, decision.request_id)
     facts = None if row is None else facts_from_row(row)
     refused = decision_refusal(facts, decision)
     if facts is None or refused is not None:
