@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from core.models import ToolResult
-from storage.backend import Backend, Tx, open_backend
+from storage.backend import Backend, Tx, open_backend, run_autocommit
 from storage.writes import now_iso
 
 
@@ -52,16 +52,24 @@ class Ledger:
         return await self._backend.run(operation)
 
     async def begin(self, request_id: str, tool_name: str, attempt: int) -> Claim:
-        """Claim and start in one transaction, for a caller that starts the tool right after:
+        """Claim and start in one step, for a caller that starts the tool right after:
         `run` means this attempt now owns the request and the ledger counts the tool as started."""
 
+        async def first(tx: Tx) -> bool:
+            return bool(
+                await tx.execute(
+                    "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
+                    " VALUES (?, ?, 'started', ?, ?) ON CONFLICT (request_id) DO NOTHING",
+                    (request_id, tool_name, attempt, now_iso()),
+                )
+            )
+
+        # The first attempt's one insert, atomic by itself, commits alone; a later attempt finds the
+        # row and settles it in a transaction.
+        if await run_autocommit(self._backend, first):
+            return Claim("run")
+
         async def operation(tx: Tx) -> Claim:
-            if await tx.execute(
-                "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
-                " VALUES (?, ?, 'started', ?, ?) ON CONFLICT (request_id) DO NOTHING",
-                (request_id, tool_name, attempt, now_iso()),
-            ):
-                return Claim("run")
             if await tx.execute(
                 "UPDATE tool_executions SET state = 'started', attempt = ?, started_at = ?"
                 " WHERE request_id = ? AND state = 'claimed'",
@@ -85,11 +93,12 @@ class Ledger:
         )
 
     async def finish(self, request_id: str, result: ToolResult) -> None:
-        await self._backend.run(
+        await run_autocommit(
+            self._backend,
             lambda tx: tx.execute(
                 "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ? WHERE request_id = ?",
                 (now_iso(), result.model_dump_json(), request_id),
-            )
+            ),
         )
 
     async def release(self, request_id: str) -> None:

@@ -4,7 +4,8 @@ at most once when it has side effects."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -87,8 +88,8 @@ class ToolActivities:
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
-        await self._write_resolution(request)
-        return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin)
+        async with self._resolution_alongside(request):
+            return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin)
 
     @activity.defn(name=RUN_PYTHON_TOOL)
     async def run_python_tool(self, request: ToolRequest) -> ToolResult:
@@ -131,6 +132,18 @@ class ToolActivities:
         nothing that follows (a server that cannot start, the ledger) can leave it unwritten."""
         if request.resolved is not None:
             await self._projection.project_approval_resolved(request.resolved)
+
+    @contextlib.asynccontextmanager
+    async def _resolution_alongside(self, request: ToolRequest) -> AsyncIterator[None]:
+        """The same mirror, written while the ledger claims the call and the tool runs instead of
+        before them (it is off the tool's path), and awaited before the activity returns or fails,
+        whatever the tool did: a retry after a failed write finds the run in the ledger."""
+        writing = asyncio.create_task(self._write_resolution(request)) if request.resolved is not None else None
+        try:
+            yield
+        finally:
+            if writing is not None:
+                await writing
 
     def _elsewhere(self, request: ToolRequest) -> bool:
         """The request names another host (see workflows/tool_dispatch.py): nothing may run here."""

@@ -50,6 +50,11 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None, baseline: dict[str,
         f"The p50 ratio in {len(s['p50_ratio_per_block'])} consecutive blocks of the run: {blocks}"
         f" (median {s['p50_ratio_median_of_blocks']}x). LangGraph runs in the bench process, with no server hop."
     )
+    if "p50_ratio_postgres_per_block" in s:
+        pg_blocks = ", ".join(f"{r}x" for r in s["p50_ratio_postgres_per_block"])
+        out.append(f"On PostgreSQL, per block: {pg_blocks}.")
+    if "phases_p50_ms" in s:
+        out += ["", *_latency_phases(s["phases_p50_ms"])]
     if "sandbox" in s:
         box = s["sandbox"]
         out += [
@@ -59,6 +64,34 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None, baseline: dict[str,
             f" {box['unsandboxed']['p50_ms']} ms without; both ours and the floor pay it.",
         ]
     return [*out, ""]
+
+
+_PHASE_NAMES = {
+    "send_to_signaled": "sent → signal recorded (the door's claim, the signal)",
+    "claim": "of which the claim (bench clock)",
+    "signaled_to_task_started": "→ workflow task started",
+    "task_started_to_completed": "→ workflow task completed (the worker's workflow code)",
+    "task_completed_to_scheduled": "→ tool activity scheduled (the task's other commands)",
+    "scheduled_to_started": "→ activity started",
+    "started_to_completed": "→ activity completed (the ledger, the read model, the tool)",
+}
+
+
+def _latency_phases(phases: dict[str, dict[str, Any]]) -> list[str]:
+    """Where the time goes: each phase's median, read from the histories (bench/phases.py)."""
+    labels = {
+        "ours": "ours, SQLite",
+        "ours_postgres": "ours, PostgreSQL",
+        "ours_stored": "ours, stored",
+        "floor": "floor",
+    }
+    names = [name for name in labels if name in phases]
+    rows = [[label, *(phases[name].get(key, "") for name in names)] for key, label in _PHASE_NAMES.items()]
+    return [
+        "Where the time goes (p50 of each phase, ms, from each workflow's history events):",
+        "",
+        *_table(["phase", *(labels[name] for name in names)], rows),
+    ]
 
 
 def _latency_extstore(s: dict[str, Any]) -> list[str]:

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from activities.sandbox import describe as sandbox_launcher
-from bench import sandbox_cost, script
+from bench import phases, sandbox_cost, script
 from bench.drive import approval_latencies, approve, new_ids, pending_requests, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
 from config.settings import Settings
+from core.models import DecisionInput
+from storage.claims import ClaimedDecision
 from storage.store import ProjectionStore
 from workflows.activity_calls import EXECUTE_TOOL
 
@@ -60,6 +62,7 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         requests |= pending_requests(settings.approvals_db)
     # One open store per projection, as a running UI holds it.
     stores = {name: ProjectionStore(settings.approvals_db) for name, (settings, _) in groups.items()}
+    claims = {name: timed_claims(store) for name, store in stores.items()}
     sent: dict[str, float] = {}
     for i in range(count):
         for name, (settings, _) in groups.items():
@@ -78,6 +81,8 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         await store.close()
     measured = {name: await approval_latencies(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
+    split = {name: await phases.medians(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
+    split["floor"] = await phases.medians(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
     ran: dict[str, int] = ran_counts(floor_settings)
     for settings, _ in groups.values():
@@ -97,10 +102,30 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     if "ours_stored" in groups:
         result["stored_over_inline_p50_per_block"] = block_ratios(measured["ours_stored"], measured["ours"])
         result["payload_store_threshold"] = stored_threshold
+    for name, took in claims.items():
+        split[name]["claim"] = round(percentile(took, 50) * 1000, 2)
+    result["phases_p50_ms"] = split
+    say(f"{label}: phases (p50 ms): {split}")
     if stored_threshold is None:
         result["sandbox"] = await sandbox_apart(floor_settings, count)
         say(f"{label}: the sandbox alone: {result['sandbox']}")
     return result | {"approvals": count}
+
+
+def timed_claims(store: ProjectionStore) -> list[float]:
+    """The seconds each claim of this store takes (part of the first phase, before the signal)."""
+    took: list[float] = []
+    claim = store.claim_decision
+
+    async def timed(decision: DecisionInput) -> ClaimedDecision:
+        t0 = time.perf_counter()
+        try:
+            return await claim(decision)
+        finally:
+            took.append(time.perf_counter() - t0)
+
+    store.claim_decision = timed  # type: ignore[method-assign]
+    return took
 
 
 async def sandbox_apart(settings: Settings, count: int) -> dict[str, Any]:

@@ -57,27 +57,61 @@ def facts_from_row(row: dict[str, Any]) -> RequestFacts:
 async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     """Judge the decision by the read model's row (core/refusals.py, the rule the workflow applies
     too) and claim the request atomically, or refuse."""
-    row = await reader.get_approval(tx, decision.request_id)
+    facts = await _judged(tx, decision)
+    if await _one_of_several(tx, decision, facts.required):
+        return ClaimedDecision(facts.conversation_id, decision)
+    return await _claim(tx, decision, facts.conversation_id)
+
+
+async def claim_in_autocommit(tx: Tx, decision: DecisionInput) -> ClaimedDecision | None:
+    """The same claim with each statement committing on its own (PostgreSQL's autocommit): one read,
+    then one statement that claims. None: the request needs several approvals, whose bookkeeping
+    takes several statements, so the caller claims it in a transaction (`claim_decision`).
+
+    Nothing is lost by leaving the transaction: at READ COMMITTED the read takes no lock either way,
+    and the one statement that writes is atomic on its own; the primary key still arbitrates."""
+    facts = await _judged(tx, decision)
+    if decision.decision != "deny" and facts.required > 1:
+        return None
+    return await _claim(tx, decision, facts.conversation_id)
+
+
+async def _judged(tx: Tx, decision: DecisionInput) -> RequestFacts:
+    row = await reader.get_decision_terms(tx, decision.request_id)
     facts = None if row is None else facts_from_row(row)
     refused = decision_refusal(facts, decision)
     if facts is None or refused is not None:
         raise DecisionRefused(*(refused or unknown(decision.request_id)))
-    conversation_id = facts.conversation_id
-    if await _one_of_several(tx, decision, facts.required):
-        return ClaimedDecision(conversation_id, decision)
-    # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
-    won = await tx.execute(
-        "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING",
-        (decision.request_id, conversation_id, decision.decision, decision.reason, decision.decided_by, now_iso()),
-    )
-    if won:
-        # The whole decision (principal, groups, hash, door), for a re-delivery if its sender dies.
-        await tx.execute("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (decision.request_id,))
-        await tx.execute(
-            "INSERT INTO ui_claimed_decisions (request_id, decision_json) VALUES (?, ?)",
-            (decision.request_id, decision.model_dump_json()),
+    return facts
+
+
+# The claim and the whole decision (principal, groups, hash, door, for a re-delivery if its sender
+# dies) in one statement: the decision is kept only when this insert added the claim.
+_CLAIM_WITH_DECISION = """WITH won AS (
+    INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)
+    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING RETURNING request_id)
+INSERT INTO ui_claimed_decisions (request_id, decision_json) SELECT request_id, ? FROM won
+ON CONFLICT (request_id) DO UPDATE SET decision_json = excluded.decision_json"""
+
+
+async def _claim(tx: Tx, decision: DecisionInput, conversation_id: str) -> ClaimedDecision:
+    claim = (decision.request_id, conversation_id, decision.decision, decision.reason, decision.decided_by, now_iso())
+    if tx.dialect == "postgresql":
+        won = await tx.execute(_CLAIM_WITH_DECISION, (*claim, decision.model_dump_json()))
+    else:
+        # The primary key arbitrates: of any number of concurrent inserts, exactly one adds the row.
+        won = await tx.execute(
+            "INSERT INTO ui_decision_claims (request_id, conversation_id, decision, reason, decided_by, claimed_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING",
+            claim,
         )
+        if won:
+            await tx.execute(
+                "INSERT INTO ui_claimed_decisions (request_id, decision_json) VALUES (?, ?)"
+                " ON CONFLICT (request_id) DO UPDATE SET decision_json = excluded.decision_json",
+                (decision.request_id, decision.model_dump_json()),
+            )
+    if won:
         return ClaimedDecision(conversation_id, decision)
     earlier = await tx.fetchone(
         "SELECT c.decision, c.reason, c.decided_by, c.claimed_at, d.decision_json FROM ui_decision_claims c"

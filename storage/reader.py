@@ -77,7 +77,8 @@ async def list_conversations(
         params.append(status)
     if after is not None:
         updated_at, conversation_id = _decode(after)
-        where.append("(updated_at < ? OR (updated_at = ? AND conversation_id > ?))")
+        # The bound on updated_at alone is a range of the page index; the rest filters its ties.
+        where.append("updated_at <= ? AND (updated_at < ? OR conversation_id > ?)")
         params += [updated_at, updated_at, conversation_id]
     sql = f"SELECT {_CONVERSATION_COLUMNS} FROM ui_conversations"
     if where:
@@ -135,6 +136,16 @@ _STATUS_CLAUSES = {
 }
 
 
+def _terms(details: dict[str, Any]) -> dict[str, Any]:
+    """Who may decide a request, as its details_json records it."""
+    return {
+        "approvers": details.get("approvers"),  # who may decide it; None: anyone
+        "required": details.get("required", 1),  # distinct approvals it needs
+        "not_by": details.get("not_by"),  # the starter, where a rule forbids approving one's own calls
+        "editable": details.get("editable", True),  # false: its caller cannot run edited arguments
+    }
+
+
 def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item = dict(row)
     details = json.loads(item.pop("details_json"))
@@ -145,10 +156,7 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item["edited_arguments"] = json.loads(edited) if edited else None  # an edit's arguments (they ran)
     item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")  # as the doors verified them
     item["outcome"] = outcome(item["decision"], item["execution_state"])
-    item["approvers"] = details.get("approvers")  # who may decide it; None: anyone
-    item["required"] = details.get("required", 1)  # distinct approvals it needs
-    item["not_by"] = details.get("not_by")  # the starter, where a rule forbids approving one's own calls
-    item["editable"] = details.get("editable", True)  # false: its caller cannot run edited arguments
+    item.update(_terms(details))
     item["extensions"] = details.get("extensions", [])  # deadline extensions: by, at, seconds, expires_at, reason
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
@@ -180,7 +188,7 @@ async def list_approvals(
         params.append(conversation_id)
     if after is not None:
         created_at, request_id = _decode(after)
-        where.append("(a.created_at > ? OR (a.created_at = ? AND a.request_id > ?))")
+        where.append("a.created_at >= ? AND (a.created_at > ? OR a.request_id > ?)")
         params += [created_at, created_at, request_id]
     sql = _APPROVALS + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY a.created_at, a.request_id"
     if limit is not None:
@@ -193,6 +201,23 @@ async def list_approvals(
 async def get_approval(tx: Tx, request_id: str) -> dict[str, Any] | None:
     row = await tx.fetchone(f"{_APPROVALS} WHERE a.request_id = ?", (request_id,))
     return (await _with_approvals([_approval(row)], tx))[0] if row is not None else None
+
+
+async def get_decision_terms(tx: Tx, request_id: str) -> dict[str, Any] | None:
+    """What a decision on the request is judged by (the keys `get_approval` gives them), read from
+    its own row alone: the claim before a decision's signal reads this and nothing more."""
+    row = await tx.fetchone(
+        "SELECT request_id, conversation_id, details_json, decision, decided_by FROM ui_pending_approvals"
+        " WHERE request_id = ?",
+        (request_id,),
+    )
+    if row is None:
+        return None
+    item = dict(row)
+    details = json.loads(item.pop("details_json"))
+    item["arguments"] = details.get("arguments", {})
+    item.update(_terms(details))
+    return (await _with_approvals([item], tx))[0]
 
 
 async def _with_approvals(items: list[dict[str, Any]], tx: Tx) -> list[dict[str, Any]]:

@@ -28,6 +28,12 @@ REQUEST_RESOLUTION_LOCAL = "request-resolution-local"  # an ApprovalRequest mirr
 EFFECT_PREVIEW = "effect-preview"  # asked calls previewed; a write bound to the target it previewed
 UNDO_FILE_CHANGE = "undo-file-change"  # an approved write_file undone, as a request of its own
 PREVIEW_IN_WORKFLOW_TASK = "preview-in-workflow-task"  # a preview on the workflow's host is a local activity
+PATCH_CHECKS_BEFORE_ASKING = "patch-checks-before-asking"  # a decision's patches checked when it is asked
+
+# The patches a decided call checks on its way to its tool. The SDK records a marker and a search
+# attribute update the first time a run checks a patch; checked when the request opens, those
+# land in the asking task instead of the decision's, off the path from a decision to the tool.
+CHECKED_WHEN_DECIDED = (RESOLUTION_WITH_THE_TOOL, TOOLS_EAGER_ON_HOST)
 
 ALL = (
     TOOL_CATALOG_ACTIVITY,
@@ -51,4 +57,5 @@ ALL = (
     EFFECT_PREVIEW,
     UNDO_FILE_CHANGE,
     PREVIEW_IN_WORKFLOW_TASK,
+    PATCH_CHECKS_BEFORE_ASKING,
 )

@@ -180,6 +180,9 @@ class ToolRunner:
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
         asked = [plan for plan in plans[first_ask:] if plan.verdict == "ask"]
+        if asked and workflow.patched(patches.PATCH_CHECKS_BEFORE_ASKING):
+            for patch_id in patches.CHECKED_WHEN_DECIDED:
+                workflow.patched(patch_id)
         previewed = bool(asked) and self._previews.enabled()
         for plan in asked:
             plan.record = self._open_request(turn_id, plan)
