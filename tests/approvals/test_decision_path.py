@@ -50,6 +50,7 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
         event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data.decode()
         for event in history.events[:signaled]
         if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and event.marker_recorded_event_attributes.marker_name == "core_patch"  # not a local activity's
     ]
     for patch_id in (patches.PATCH_CHECKS_BEFORE_ASKING, *patches.CHECKED_WHEN_DECIDED):
         assert any(f'"{patch_id}"' in marker for marker in asked_markers), patch_id
