@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -32,6 +33,11 @@ from worker import WORKFLOWS
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 mark_this_run()  # at import, before any fixture starts a process: every process inherits it
+# A suite started in the background of a script has SIGINT ignored, and an ignored signal stays
+# ignored across exec: every child a test stops with SIGINT (as run_local's supervisor does) would
+# sit out the grace period. Caught here, children start with the default, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # No example has a deadline: a property is about outcomes, and a busy machine makes a 200 ms limit a
 # timed assertion that fails at random.
