@@ -66,6 +66,8 @@ TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts
 # read model never lags a finished workflow by long. (Timeouts are not part of replay's command check.)
 PROJECTION_TIMEOUT = timedelta(seconds=10)
 PROJECTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
+# A preview or an undo plan reads a file: quick, so tried only a few times.
+READ_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3)
 # A receiver that is down is tried again and again, backing off to a minute, until the request expires.
 NOTIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -117,7 +119,7 @@ async def preview_effect(request: PreviewInput, task_queue: str | None) -> Effec
         schedule_to_start_timeout=PREVIEW_HOST_WAIT if task_queue is not None else None,
         start_to_close_timeout=timedelta(seconds=60),
         heartbeat_timeout=timedelta(seconds=10),
-        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        retry_policy=READ_RETRY,
         summary=f"preview {request.request_id}: {request.tool_name}",
     )
 
@@ -130,7 +132,7 @@ async def preview_effect_locally(request: PreviewInput) -> EffectPreview:
         request,
         result_type=EffectPreview,
         start_to_close_timeout=timedelta(seconds=60),
-        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        retry_policy=READ_RETRY,
         summary=f"preview {request.request_id}: {request.tool_name}",
     )
 
@@ -144,7 +146,7 @@ async def prepare_undo(request: PrepareUndoInput, task_queue: str | None) -> Und
         result_type=UndoPlan,
         start_to_close_timeout=timedelta(seconds=60),
         heartbeat_timeout=timedelta(seconds=10),
-        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3),
+        retry_policy=READ_RETRY,
         summary=f"prepare the undo of {request.request_id}",
     )
 
