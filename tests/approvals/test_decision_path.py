@@ -9,9 +9,9 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.models import DecisionInput
-from doors.control import send_decision, start_conversation
+from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending, wait_status, workspace_of
+from tests.helpers import approval_row, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows import patches
@@ -23,8 +23,8 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
 ) -> None:
     model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "notes.txt", "content": "hello"}))
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "write hello to notes.txt"))
-        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        started = await start_and_wait(client, settings, "write hello to notes.txt", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
         decision = DecisionInput(request_id=row["request_id"], decision="allow", decided_by="alice")
         await send_decision(client, settings, decision)
         await wait_status(client, cid, "idle")
