@@ -119,8 +119,6 @@ class Stack:
             if self._projected_status(conversation_id) != status:
                 return None  # the projection follows the worker: no CLI run until it could answer yes
             done = self.cli("show", conversation_id, "--json", "--timeout", "1")
-            if done.returncode == 3 and "no worker answered and the projection has no conversation" in done.stderr:
-                return None  # a busy worker, and a projection not written yet: not yet, not a failure
             assert done.returncode == 0, f"show {conversation_id} exited {done.returncode}: {done.stderr}"
             state: dict[str, Any] = json.loads(done.stdout)
             return state if state["source"] == "worker" and state["turn_status"] == status else None
@@ -131,8 +129,8 @@ class Stack:
         def check() -> list[dict[str, Any]] | None:
             if len(pending_rows(self.settings.approvals_db, conversation_id)) != count:
                 return None  # read in-process; the CLI runs once the table could satisfy it
-            rows = self.pending(conversation_id)
-            return rows if len(rows) == count else None
+            listed = self.pending(conversation_id)
+            return listed if len(listed) == count else None
 
         return until(check, timeout=timeout, interval=0.1)
 
