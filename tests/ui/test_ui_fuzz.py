@@ -27,20 +27,21 @@ from temporalio.testing import WorkflowEnvironment
 from config.settings import Settings
 from demo_model.server import text_reply
 from tests.helpers import rows, start_and_wait, workspace_of
+from tests.scale import at_scale
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
 from tests.stack import until
 from tests.ui_fixtures import served_app
 from ui.bodies import DecisionBody, MessageBody
 from worker import build_worker
 
-EXAMPLES = 12  # per operation and mode: about 200 requests, well under a minute
 TABLES = ("ui_pending_approvals", "ui_conversations", "ui_events", "ui_decision_claims")
 STATE_KEYS = ("turn_status", "messages", "pending_approvals", "always_allow", "auto_approve", "approvals")
 
 
 class Fuzz:
-    def __init__(self, base_url: str, settings: Settings, conversation_id: str, request_id: str) -> None:
+    def __init__(self, base_url: str, settings: Settings, conversation_id: str, request_id: str, examples: int) -> None:
         self.base_url = base_url
+        self.examples = examples
         self.settings = settings
         self.conversation_id = conversation_id
         self.request_id = request_id
@@ -105,7 +106,7 @@ class Fuzz:
 
     def explore(self, strategy: Any, refused_body: type[BaseModel] | None) -> None:
         @settings(
-            max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
+            max_examples=self.examples, deadline=None, database=None, phases=[Phase.generate],
             suppress_health_check=list(HealthCheck),
         )  # fmt: skip
         @given(case=strategy)
@@ -129,8 +130,9 @@ def _valid(model: type[BaseModel], body: Any) -> bool:
     return True
 
 
+@at_scale("examples", 6, 12)  # per operation and mode; 12 is about 200 requests
 async def test_schemathesis_finds_no_500_and_no_refusal_changes_state(
-    env: WorkflowEnvironment, client: Client, settings: Settings, model: ScriptedModel
+    env: WorkflowEnvironment, client: Client, settings: Settings, model: ScriptedModel, examples: int
 ) -> None:
     write = calls_then_summary(("call_1", "write_file", {"path": "fuzz.txt", "content": "fuzz"}))
     model.behaviour = lambda m: write(m) if first_user_text(m) == "write fuzz" else text_reply("ok")
@@ -140,7 +142,7 @@ async def test_schemathesis_finds_no_500_and_no_refusal_changes_state(
         )
         cid, [pending] = started.conversation_id, started.pending
         served = served_app(settings, env.client.service_client.config.target_host)
-        fuzz = Fuzz(served.url, settings, cid, pending["request_id"])
+        fuzz = Fuzz(served.url, settings, cid, pending["request_id"], examples)
         try:
             await asyncio.to_thread(fuzz.run)
         finally:
@@ -149,5 +151,5 @@ async def test_schemathesis_finds_no_500_and_no_refusal_changes_state(
                 await client.get_workflow_handle(conversation_id).terminate("test over")
     assert fuzz.problems == []
     refused = sum(n for status, n in fuzz.statuses.items() if 400 <= status < 500)
-    assert refused > 100 and fuzz.statuses[200] > 10, fuzz.statuses
+    assert refused > 8 * examples and fuzz.statuses[200] > examples, fuzz.statuses
     assert not (workspace_of(settings, cid) / "fuzz.txt").exists()
