@@ -117,7 +117,7 @@ async def test_a_worker_killed_mid_stream_restarts_the_reply_visibly(
     tmp_path: Path,
 ) -> None:
     assert model.server is not None
-    model.server.chunk_delay = 0.05  # about 12 seconds per reply: the kill lands mid-stream
+    model.server.chunk_delay = 0.025  # about 6 seconds per reply: the kill lands mid-stream
     model.behaviour = lambda messages: text_reply(REPLY * 3)
     address = env.client.service_client.config.target_host
     workers = [WorkerProcess(process_env(settings, address), tmp_path / "worker-1.log").start().wait_ready()]
