@@ -24,7 +24,7 @@ from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
 from activities.workspaces import workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.models import ListToolsInput, PreviewInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
-from core.previews import EffectPreview, content_hash
+from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
 from core.tool_specs import TOOL_SPECS, InvalidToolCall
 from core.undo import PrepareUndoInput, UndoPlan
 from storage.previous_content import PreviousContent
@@ -71,7 +71,25 @@ class ToolActivities:
         if request.run_on is not None and request.run_on != self._host_queue:
             return EffectPreview(kind="tool", summary="not read: another host's workspace", wrong_host=True)
         beat = _no_beat if activity.info().is_local else activity.heartbeat  # a local activity has none
-        return await preview_effect(self._workspace(request.workspace, False), request, beat)
+        preview = await preview_effect(self._workspace(request.workspace, False), request, beat)
+        if request.dry_run_tool is not None:
+            return await self._dry_run(request, request.dry_run_tool, preview, beat)
+        return preview
+
+    async def _dry_run(
+        self, request: PreviewInput, tool: ToolDef, preview: EffectPreview, beat: Callable[[], None]
+    ) -> EffectPreview:
+        """The MCP tool's own dry run of the asked call, on the server instance that would run it
+        (the call's workspace, its sandbox): the tool says what it would change, and changes nothing."""
+        argument = dry_run_argument(tool.parameters)
+        if argument is None or tool.origin not in self.sources.mcp.configs:
+            return preview
+        connection = self.sources.mcp.connection(tool.origin, request.workspace)
+        try:
+            result = await connection.call(tool, {**request.arguments, argument: True}, beat)
+        except Exception as err:  # the card then shows the call without it, and says why
+            return with_dry_run(preview, str(err) or type(err).__name__, True)
+        return with_dry_run(preview, result.content, result.is_error)
 
     def _workspace(self, key: str | None, network: bool) -> Workspace:
         root = workspace_for(self._workspace_dir, key)

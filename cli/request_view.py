@@ -81,4 +81,6 @@ def preview_lines(preview: dict[str, Any] | None) -> list[str]:
         lines.append(f"  bound to: {preview['target_hash']}")
     if preview.get("diff"):
         lines += ["", *(shown(line) for line in preview["diff"].splitlines())]
+    if preview.get("dry_run"):
+        lines += ["", "  the tool's own dry run:", *(f"    {shown(line)}" for line in preview["dry_run"].splitlines())]
     return lines

@@ -467,6 +467,9 @@ class PreviewInput(BaseModel):
     packed_content: str | None = Field(
         default=None, description="write_file's content, packed (core/previews.py), in place of arguments' content"
     )
+    dry_run_tool: ToolDef | None = Field(
+        default=None, description="an MCP tool that offers a dry run (core/previews.py): the preview calls it so"
+    )
 
 
 class ListToolsInput(BaseModel):

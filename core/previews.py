@@ -25,6 +25,10 @@ MAX_DIFF_CHARS = 32_000  # what a card, the read model and a payload carry of on
 MAX_NEW_FILE_CHARS = 8_000  # what the card shows of a new file's content
 # The annotations MCP defines for a tool, in the order a card lists them.
 MCP_HINTS = ("destructiveHint", "readOnlyHint", "openWorldHint", "idempotentHint")
+# A boolean argument by one of these names is a tool's own dry run (the reference filesystem
+# server's edit_file has `dryRun`): the preview calls the tool with it set, before anyone decides.
+DRY_RUN_ARGUMENTS = ("dryRun", "dry_run")
+DRY_RUN_SHOWN_CHARS = 20_000
 CONTEXT_LINES = 3
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
@@ -48,6 +52,7 @@ class EffectPreview(BaseModel):
     words: list[str] = Field(default_factory=list, description="run_shell: the simple commands the rules see")
     rule: str | None = Field(default=None, description="run_shell: the rule that asked (None: no allow covers it)")
     hints: dict[str, Any] = Field(default_factory=dict, description="an MCP tool's annotations")
+    dry_run: str | None = Field(default=None, description="an MCP tool's own dry run of the call: what it answered")
     changed_since: str | None = Field(default=None, description="a re-asked call: what changed since it was asked")
     wrong_host: bool = Field(default=False, description="not read: this worker is not on the request's run_on host")
 
@@ -168,6 +173,24 @@ def tool_preview(annotations: dict[str, Any]) -> EffectPreview:
     hints = {name: annotations[name] for name in MCP_HINTS if name in annotations}
     said = ", ".join(f"{name.removesuffix('Hint')}: {str(value).lower()}" for name, value in hints.items())
     return EffectPreview(kind="tool", hints=hints, summary=said or "the tool declares no annotations")
+
+
+def dry_run_argument(parameters: dict[str, Any]) -> str | None:
+    """The argument that makes this tool only say what it would do, when its schema offers one."""
+    properties = parameters.get("properties") or {}
+    for name in DRY_RUN_ARGUMENTS:
+        declared = properties.get(name)
+        if isinstance(declared, dict) and declared.get("type") == "boolean":
+            return name
+    return None
+
+
+def with_dry_run(preview: EffectPreview, answer: str, failed: bool) -> EffectPreview:
+    """A tool preview with the tool's own dry-run answer (shortened), or why it has none."""
+    if failed:
+        return preview.model_copy(update={"note": f"the tool's dry run failed: {answer[:500]}"})
+    shown = answer if len(answer) <= DRY_RUN_SHOWN_CHARS else answer[:DRY_RUN_SHOWN_CHARS] + "\n[truncated]"
+    return preview.model_copy(update={"dry_run": shown, "summary": f"{preview.summary}; the tool's dry run is shown"})
 
 
 def changed_note(before: EffectPreview | None, now: EffectPreview) -> str:

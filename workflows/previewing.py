@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
     from core.models import ApprovalRecord, ChatMessage, PolicyRules, PreviewInput, ToolDef, request_id_for
     from core.policy import asking_rule
-    from core.previews import EffectPreview, changed_note, pack_content
+    from core.previews import EffectPreview, changed_note, dry_run_argument, pack_content
     from core.tool_registry import main_argument_text
     from core.why import EarlierDecision, WhyContext, why_for
     from workflows import activity_calls as calls
@@ -73,6 +73,7 @@ class Previewer:
             workspace=self._workspace(),
             annotations=tool.annotations,
             rule=rule,
+            dry_run_tool=tool if tool.source == "mcp" and dry_run_argument(tool.parameters) else None,
         )
         try:
             return await self._read_on_host(request)

@@ -3,6 +3,7 @@ a read allowed by a rule, a write asked and then done once, a move denied by a r
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -133,3 +134,40 @@ async def test_the_npm_filesystem_server_reads_writes_once_and_never_moves(
     assert found(settings.workspace_dir, "moved.txt") == [], "the denied move did not happen"
     assert approval_row(settings.approvals_db, pending["request_id"])["execution_state"] == "done"
     assert len(model.reply_requests) == 4, "one request per call, then the summary"
+
+
+BEFORE, AFTER = "the plan: ship on friday\n", "the plan: ship on monday\n"
+DRY_RUN_RULES = {"allow": ["mcp__fs__write_file"], "ask": ["mcp__fs__edit_file"]}
+
+
+async def test_a_tool_that_offers_a_dry_run_shows_it_on_the_card_and_changes_nothing(
+    client: Client,
+    settings: Settings,
+    model: ScriptedModel,
+    histories: HistoryRecorder,
+    tmp_path: Path,
+    filesystem_script: Path,
+) -> None:
+    """edit_file declares `dryRun`: the preview asks the server itself what the edit would change,
+    in the call's own sandbox, and the card shows its answer; the file changes only if approved."""
+    server = {"command": "node", "args": [str(filesystem_script), "."]}
+    settings = with_config(settings, tmp_path / "tools.toml", DRY_RUN_RULES, {"fs": server})
+    edit = {"path": "plan.txt", "edits": [{"oldText": "friday", "newText": "monday"}]}
+    model.behaviour = one_call_at_a_time(  # type: ignore[assignment]
+        ("c_write", "mcp__fs__write_file", {"path": "plan.txt", "content": BEFORE}),
+        ("c_edit", "mcp__fs__edit_file", edit),
+    )
+    async with build_worker(client, settings):
+        cid = histories.track(await start_conversation(client, settings, "move the ship date"))
+        (pending,) = await wait_pending(settings.approvals_db, cid, 1)
+        (plan,) = found(settings.workspace_dir, "plan.txt")
+        assert plan.read_text() == BEFORE, "the dry run changed nothing"
+        preview = json.loads(approval_row(settings.approvals_db, pending["request_id"])["preview_json"])
+        assert "-the plan: ship on friday" in preview["dry_run"], preview
+        assert "+the plan: ship on monday" in preview["dry_run"], preview
+        assert preview["hints"]["destructiveHint"] is True, preview
+        deny = DecisionInput(request_id=pending["request_id"], decision="deny", decided_by="ann", reason="not yet")
+        await send_decision(client, settings, deny)
+        state = await wait_status(client, cid, "idle")
+    assert plan.read_text() == BEFORE, "denied: the file is as it was"
+    assert "not yet" in tool_messages(state)[1]

@@ -24,6 +24,9 @@ export function previewBlock(preview) {
   block.append(shownEl("p", "preview-summary", preview.summary));
   if (preview.note) block.append(shownEl("p", "preview-note", preview.note));
   if (preview.diff) block.append(diffBlock(preview.diff));
+  if (preview.dry_run) {
+    block.append(el("p", "card-label", "The tool's own dry run:"), shownEl("pre", "preview-dry-run", preview.dry_run, true));
+  }
   if (preview.words && preview.words.length) {
     const list = el("ol", "preview-words");
     for (const word of preview.words) list.append(shownEl("li", "preview-word", word));
