@@ -190,7 +190,8 @@ def with_dry_run(preview: EffectPreview, answer: str, failed: bool) -> EffectPre
     if failed:
         return preview.model_copy(update={"note": f"the tool's dry run failed: {answer[:500]}"})
     shown = answer if len(answer) <= DRY_RUN_SHOWN_CHARS else answer[:DRY_RUN_SHOWN_CHARS] + "\n[truncated]"
-    return preview.model_copy(update={"dry_run": shown, "summary": f"{preview.summary}; the tool's dry run is shown"})
+    summary = f"{preview.summary}; with the tool's own dry run (the card, show REQUEST)"
+    return preview.model_copy(update={"dry_run": shown, "summary": summary})
 
 
 def changed_note(before: EffectPreview | None, now: EffectPreview) -> str:
