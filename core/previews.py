@@ -189,9 +189,11 @@ def with_dry_run(preview: EffectPreview, answer: str, failed: bool) -> EffectPre
     """A tool preview with the tool's own dry-run answer (shortened), or why it has none."""
     if failed:
         return preview.model_copy(update={"note": f"the tool's dry run failed: {answer[:500]}"})
-    shown = answer if len(answer) <= DRY_RUN_SHOWN_CHARS else answer[:DRY_RUN_SHOWN_CHARS] + "\n[truncated]"
     summary = f"{preview.summary}; with the tool's own dry run (the card, show REQUEST)"
-    return preview.model_copy(update={"dry_run": shown, "summary": summary})
+    note = None
+    if len(answer) > DRY_RUN_SHOWN_CHARS:  # shortened as a diff is, and said so the same way
+        answer, note = answer[:DRY_RUN_SHOWN_CHARS], f"dry run shortened to its first {DRY_RUN_SHOWN_CHARS} characters"
+    return preview.model_copy(update={"dry_run": answer, "summary": summary, "note": note or preview.note})
 
 
 def changed_note(before: EffectPreview | None, now: EffectPreview) -> str:
