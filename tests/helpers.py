@@ -14,7 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.workspaces import workspace_for
 from config.settings import Settings
@@ -154,6 +154,15 @@ async def start_and_wait(
     if status is not None:
         started.state = await wait_status(client, started.conversation_id, status, timeout)
     return started
+
+
+async def terminate_if_running(client: Client, workflow_id: str, reason: str = "test over") -> None:
+    """Ends a workflow a test started; one that already ended (a door closed it) is fine."""
+    try:
+        await client.get_workflow_handle(workflow_id).terminate(reason)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
 
 
 def tool_messages(state: ConversationState) -> list[str]:

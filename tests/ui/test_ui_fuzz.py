@@ -26,7 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply
-from tests.helpers import rows, start_and_wait, workspace_of
+from tests.helpers import rows, start_and_wait, terminate_if_running, workspace_of
 from tests.scale import at_scale
 from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
 from tests.stack import until
@@ -148,7 +148,7 @@ async def test_schemathesis_finds_no_500_and_no_refusal_changes_state(
         finally:
             served.stop()
             for conversation_id in [cid, *fuzz.started]:
-                await client.get_workflow_handle(conversation_id).terminate("test over")
+                await terminate_if_running(client, conversation_id)
     assert fuzz.problems == []
     refused = sum(n for status, n in fuzz.statuses.items() if 400 <= status < 500)
     assert refused > 8 * examples and fuzz.statuses[200] > examples, fuzz.statuses
