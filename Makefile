@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# Compiled modules are cached (in __pycache__, ignored by git), pytest's rewritten test modules
+# with them, also where the environment turns that off: each of the suite's many processes (test
+# processes, workers, CLI runs) then starts without compiling the project again.
+export PYTHONDONTWRITEBYTECODE :=
+
 # llama-cpp-python builds from source: CPU only, no BLAS or OpenMP, portable code (minutes, once).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_OPENMP=OFF
 
