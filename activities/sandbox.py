@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from activities.sandbox_identity import give_workspace, not_root_problem, setpriv_options, worker_is_root
-from activities.sandbox_unshare import unshare_argv
+from activities.sandbox_unshare import PID1_SHELL, unshare_argv
 from config.sandbox_section import SandboxPolicy
 
 LAUNCHERS = ("bwrap", "unshare")
@@ -134,7 +134,7 @@ def _command_prefix(launcher: str, policy: SandboxPolicy, mode: str) -> list[str
     unshare set-up execs setpriv itself, so it gets only the options), then the limits."""
     limits = policy.limits.prlimit_argv(_tool("prlimit"))
     if launcher == "unshare":
-        return [*setpriv_options(policy.uid, policy.gid, mode == "root"), *limits]
+        return [*setpriv_options(policy.uid, policy.gid, mode == "root"), *PID1_SHELL, *limits]
     if mode == "root":
         return [_tool("setpriv"), *setpriv_options(policy.uid, policy.gid, True), *limits]
     return limits

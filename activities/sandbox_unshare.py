@@ -48,6 +48,19 @@ cd "$W"; unset OLDPWD
 PATH=$P exec setpriv "$@"
 """
 
+# What stands as the sandbox's PID 1, once setpriv has dropped to the sandbox uid: a shell that
+# starts the command as its child and waits for it, as bubblewrap's own init does. A command that
+# were PID 1 itself would ignore every signal it has no handler for, the CPU limit's SIGXCPU
+# included (it would run on to the hard limit). The command gets the shell's stdin and stderr
+# through fds 3 and 4 (a shell gives a background command /dev/null); the shell's own stderr is
+# closed to it, so a command ended by a signal gets no "Terminated" line that bubblewrap would not add.
+PID1_SHELL = [
+    "/bin/sh",
+    "-c",
+    'exec 3<&0 4>&2 </dev/null 2>/dev/null; "$@" <&3 2>&4 3<&- 4>&- & exec 3<&- 4>&-; wait $!',
+    "sandbox-init",
+]
+
 _staging: Path | None = None
 
 

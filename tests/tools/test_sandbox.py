@@ -132,6 +132,13 @@ def test_network_is_off_unless_the_policy_opts_in(tmp_path: Path, loopback_serve
     assert opened == "exit code 0\nreached-the-host", opened
 
 
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_the_command_is_not_the_sandboxs_init_so_a_signal_ends_it(tmp_path: Path, launcher: str) -> None:
+    """A namespace's PID 1 ignores every signal it has no handler for; the command must not be it."""
+    out = shell(tmp_path, 'echo "pid $$"; kill -TERM $$; echo survived', SandboxPolicy(launcher=launcher))
+    assert out.startswith("exit code 143\n") and "survived" not in out and "pid 1\n" not in out, out
+
+
 def test_no_launcher_that_starts_means_the_command_never_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", failing_launchers(tmp_path / "bin"))
     with pytest.raises(SandboxUnavailable) as refused:
