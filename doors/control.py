@@ -38,7 +38,7 @@ from core.models import (
     MoveInput,
     MoveResult,
 )
-from doors.request_decisions import deliver_to_request, is_request
+from doors.decision_delivery import deliver_decision
 from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
@@ -132,8 +132,8 @@ async def set_auto_approve(
 async def send_decision(
     client: Client, settings: Settings, decision: DecisionInput, store: ProjectionStore | None = None
 ) -> str:
-    """Claim the request (first wins), then signal it: a signal is kept even with no worker up
-    (an `ApprovalRequest` gets it by update first, doors/request_decisions.py).
+    """Claim the request (first wins), then send it to its workflow: by update, or by signal, which
+    is kept even with no worker up (doors/decision_delivery.py).
 
     `store` is the caller's open projection store (the UI keeps one); without it one is opened here.
     """
@@ -201,10 +201,7 @@ async def _claim_and_send(client: Client, decision: DecisionInput, store: Projec
         raise
     handle: WorkflowHandle = client.get_workflow_handle(claimed.conversation_id)
     try:
-        if is_request(claimed.conversation_id, decision):
-            await deliver_to_request(handle, decision)
-        else:
-            await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
+        await deliver_decision(handle, decision)
     except (RPCError, DecisionRefused):
         await store.release_claim(decision.request_id)
         raise

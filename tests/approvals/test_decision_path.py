@@ -1,6 +1,6 @@
-"""What a decision costs in history: between the decision's signal and the approved tool's
-activity, the workflow task records the status and schedules the tool, and nothing else (the
-patches a decided call checks were checked, and their markers recorded, when it was asked)."""
+"""What a decision costs in history: the door's `decide` update is taken in one workflow task that
+records the status and schedules the approved tool, and nothing else (the patches a decided call
+checks were checked, and their markers recorded, when it was asked)."""
 
 from __future__ import annotations
 
@@ -31,27 +31,27 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
         history = await client.get_workflow_handle(cid).fetch_history()
 
     kinds = [event.event_type for event in history.events]
-    signaled = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+    decided = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED not in kinds  # the update was taken
     scheduled = next(
         i
         for i, event in enumerate(history.events)
-        if i > signaled
+        if i > decided
         and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and event.activity_task_scheduled_event_attributes.activity_type.name == EXECUTE_TOOL
     )
-    # The decision's task: scheduled by the signal, or just before it when another task was due
-    # (the server then hands the signal to that task). Either way, the same events and no marker.
-    task = max(i for i in range(scheduled) if kinds[i] == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED)
-    between = [EventType.Name(kinds[i]) for i in range(min(task, signaled + 1), scheduled) if i != signaled]
-    assert between == [
+    # The update's task (handed to the worker at once) then the update's events, in one completion.
+    assert [EventType.Name(kinds[i]) for i in range(decided - 3, scheduled)] == [
         "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED",
         "EVENT_TYPE_WORKFLOW_TASK_STARTED",
         "EVENT_TYPE_WORKFLOW_TASK_COMPLETED",
+        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
+        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED",
         "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES",  # the turn's status: running again
     ]
     asked_markers = [
         event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data.decode()
-        for event in history.events[:signaled]
+        for event in history.events[:decided]
         if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
         and event.marker_recorded_event_attributes.marker_name == "core_patch"  # not a local activity's
     ]

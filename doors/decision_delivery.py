@@ -1,0 +1,44 @@
+"""How a claimed decision reaches its workflow (a conversation or an `ApprovalRequest`): by the
+`decide` update, with the signal as the fallback when no worker answers in time.
+
+The time from a decision to the approved tool's result (or to a request's caller resumed) is what
+asking costs. An update reaches a waiting workflow's worker at once, in a workflow task the server
+hands straight to it; a signal's workflow task first goes through the server's task scheduling
+(about 25 ms on the dev server, see docs/benchmarks.md). The workflow applies the decision and
+starts what follows (the tool, or a request's end) in that one task. The signal stays the way a
+decision is kept with no worker up: if the update is not answered within `UPDATE_WAIT`, or the
+server cannot take it now (too many updates in flight for one workflow), the same decision goes as
+a signal, and whichever of the two copies the workflow sees second is refused by the one refusal
+rule, so the decision lands once.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from core.models import ERROR_INVALID_DECISION, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput, DecisionResult
+from storage.claims import DecisionRefused
+
+UPDATE_WAIT = timedelta(seconds=2)
+
+
+async def deliver_decision(handle: WorkflowHandle, decision: DecisionInput) -> None:
+    """Send a claimed decision to its workflow. Raises DecisionRefused when the workflow refuses it
+    (nothing changed) and RPCError when the workflow cannot take it (ended: NOT_FOUND)."""
+    try:
+        await handle.execute_update(UPDATE_DECIDE, decision, result_type=DecisionResult, rpc_timeout=UPDATE_WAIT)
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type:
+            raise DecisionRefused(cause.type, cause.message) from None
+        raise DecisionRefused(ERROR_INVALID_DECISION, str(cause or err)) from None
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise
+        await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
