@@ -19,7 +19,7 @@ from typing import Any
 from activities.sandbox import describe as sandbox_launcher
 from bench import phases, sandbox_cost, script
 from bench.drive import approval_latencies, approve, new_ids, pending_requests, start_all, wait_pending
-from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
+from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_UPDATE, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
 from config.settings import Settings
@@ -49,10 +49,12 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     bench.start_worker(floor_settings, "floor", DEFAULT_CACHE)
     ids = {name: new_ids(f"lat-{name.replace('_', '-')}", count) for name in groups}
     floor_ids = new_ids("floor", count)
+    # Ours gets each decision by update (doors/decision_delivery.py): the floor is measured both ways.
+    update_floor_ids = new_ids("floor-update", count)
     say(f"{label}: starting {count} conversations for each of {', '.join(groups)} and {count} floor workflows")
     for name, (settings, _) in groups.items():
         await start_all(bench.client, settings, ids[name])
-    for fid in floor_ids:
+    for fid in floor_ids + update_floor_ids:
         await bench.client.start_workflow(
             FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=floor_settings.task_queue
         )
@@ -75,19 +77,24 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         sent[floor_ids[i]] = time.time()
         await handle.signal(FLOOR_SIGNAL)
         await handle.result()
+        handle = bench.client.get_workflow_handle(update_floor_ids[i])
+        sent[update_floor_ids[i]] = time.time()
+        await handle.execute_update(FLOOR_UPDATE)
+        await handle.result()
         if (i + 1) % 50 == 0:
             say(f"{label}: {i + 1}/{count} approvals each")
     for store in stores.values():
         await store.close()
     measured = {name: await approval_latencies(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
+    update_floor = await approval_latencies(bench.client, update_floor_ids, sent, FLOOR_ACTIVITY)
     split = {name: await phases.medians(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     split["floor"] = await phases.medians(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     bench.stop_workers()
     ran: dict[str, int] = ran_counts(floor_settings)
     for settings, _ in groups.values():
         ran |= ran_counts(settings)
-    runs = (len(groups) + 1) * count
+    runs = (len(groups) + 2) * count
     bench.check(f"{label}: approved tools ran once each", runs, sum(1 for n in ran.values() if n == 1))
     result = compare(measured["ours"], floor)
     say(f"{label}: ours p50 {result['ours']['p50_ms']} ms, floor p50 {result['floor']['p50_ms']} ms")
@@ -99,6 +106,13 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
         result[name], result[f"ratio_{suffix}"] = other["ours"], other["ratio"]
         result[f"p50_ratio_{suffix}_per_block"] = other["p50_ratio_per_block"]
         say(f"{label}: {name} p50 {other['ours']['p50_ms']} ms, ratio {other['ratio']}")
+    for name in groups:
+        by_update = compare(measured[name], update_floor)
+        suffix = "" if name == "ours" else "_" + name.removeprefix("ours_")
+        result[f"ratio{suffix}_to_update_floor"] = by_update["ratio"]
+        if name == "ours":
+            result["floor_update"] = by_update["floor"]
+    say(f"{label}: floor by update p50 {result['floor_update']['p50_ms']} ms")
     if "ours_stored" in groups:
         result["stored_over_inline_p50_per_block"] = block_ratios(measured["ours_stored"], measured["ours"])
         result["payload_store_threshold"] = stored_threshold

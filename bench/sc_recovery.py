@@ -23,30 +23,44 @@ from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
 from bench.stats import median
-from core.models import SIGNAL_APPROVAL_DECISION
+from core.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
 from storage.store import ProjectionStore
 
 BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
 SAMPLED = 20  # histories read to count the Temporal tasks one approval costs
 _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+_TASK_SCHEDULED = EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED
+_SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+_UPDATE_ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 
 
-async def tasks_after_signal(bench: Bench, ids: list[str], signal: str) -> float:
-    """Workflow tasks plus activity tasks from the decision's signal to the end of its turn, per
-    approval (median over SAMPLED workflows): the work the server and the workers do per drain."""
+async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> float:
+    """Workflow tasks plus activity tasks from the decision (its signal, or the workflow task that
+    took its update) to the end of its turn, per approval (median over SAMPLED workflows): the
+    work the server and the workers do per drain."""
     counts = []
     for wid in ids[:SAMPLED]:
-        history = await bench.client.get_workflow_handle(wid).fetch_history()
-        signalled = [
-            i
-            for i, e in enumerate(history.events)
-            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
-            and e.workflow_execution_signaled_event_attributes.signal_name == signal
-        ]
-        if signalled:
-            counts.append(sum(e.event_type in _TASKS for e in history.events[signalled[-1] :]))
+        events = (await bench.client.get_workflow_handle(wid).fetch_history()).events
+        start = _decision_start(events, signal, update)
+        if start is not None:
+            counts.append(sum(e.event_type in _TASKS for e in events[start:]))
     return median(counts) if counts else 0.0
+
+
+def _decision_start(events: Any, signal: str, update: str | None) -> int | None:
+    """Where the last decision's work starts: its signal, or the scheduling of the task its update came in."""
+    starts = []
+    for i, e in enumerate(events):
+        kind = e.event_type
+        if kind == _SIGNALED and e.workflow_execution_signaled_event_attributes.signal_name == signal:
+            starts.append(i)
+        elif (
+            kind == _UPDATE_ACCEPTED
+            and e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name == update
+        ):
+            starts.append(max(j for j in range(i) if events[j].event_type == _TASK_SCHEDULED))
+    return starts[-1] if starts else None
 
 
 async def _progress(db: Any, count: int, stop: asyncio.Event, label: str) -> None:
@@ -152,7 +166,7 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
     stop.set()
     await reporter
     bench.stop_workers()
-    tasks = await tasks_after_signal(bench, ids, SIGNAL_APPROVAL_DECISION)
+    tasks = await tasks_after_signal(bench, ids, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE)
     ran = ran_counts(settings)
     asked = script.requests_per_tag(bench.model)
     # A database of its own per scenario phase (PostgreSQL) or a file of its own (SQLite): only these rows.
