@@ -142,16 +142,19 @@ class ScriptedModelServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.end_headers()  # HTTP/1.0: the body ends when the connection closes
-                for number, part in enumerate(parts):
-                    if cut and number >= len(parts) // 2:
+                try:
+                    for number, part in enumerate(parts):
+                        if cut and number >= len(parts) // 2:
+                            self.wfile.flush()
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            return
+                        self.wfile.write(sse(part))
                         self.wfile.flush()
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                        return
-                    self.wfile.write(sse(part))
-                    self.wfile.flush()
-                    if server.chunk_delay:
-                        time.sleep(server.chunk_delay)
-                self.wfile.write(sse("[DONE]"))
+                        if server.chunk_delay:
+                            time.sleep(server.chunk_delay)
+                    self.wfile.write(sse("[DONE]"))
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the reader left mid-stream (a cancelled call, a killed worker): not the server's error
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
