@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from core.models import ChannelKind
+from core.wire_model import WireModel
 
 SLACK_API_BASE = "https://slack.com/api"
 
 
-class ChannelConfig(BaseModel):
+class ChannelConfig(WireModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: ChannelKind = "webhook"
@@ -81,7 +82,7 @@ class ChannelConfig(BaseModel):
         return self.secret or _from_env(self.secret_env)
 
 
-class SlackConfig(BaseModel):
+class SlackConfig(WireModel):
     model_config = ConfigDict(extra="forbid")
 
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
@@ -91,13 +92,13 @@ class SlackConfig(BaseModel):
         return os.environ.get(self.signing_secret_env) or None
 
 
-class NotificationsConfig(BaseModel):
+class NotificationsConfig(WireModel):
     model_config = ConfigDict(extra="forbid")
 
     link_base: str | None = None
 
 
-class NotifyConfig(BaseModel):
+class NotifyConfig(WireModel):
     channels: dict[str, ChannelConfig] = Field(default_factory=dict)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)

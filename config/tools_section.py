@@ -15,13 +15,15 @@ They live in the same TOML file as the permission rules (POLICY_FILE):
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from core.wire_model import WireModel
 
 # The most read_file returns of one file unless [tools] max_read_bytes (or TOOL_MAX_READ_BYTES) says otherwise.
 DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024
 
 
-class McpServerConfig(BaseModel):
+class McpServerConfig(WireModel):
     model_config = ConfigDict(extra="forbid")
 
     command: str | None = Field(default=None, description="stdio: the program the worker starts")
@@ -57,7 +59,7 @@ class McpServerConfig(BaseModel):
         return "stdio" if self.command is not None else "http"
 
 
-class ToolsConfig(BaseModel):
+class ToolsConfig(WireModel):
     """The tool part of the configuration file; the rest of the file is the policy."""
 
     python_tools: list[str] = Field(default_factory=list, description="modules that declare @tool functions")

@@ -11,10 +11,11 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from core.previews import EffectPreview
 from core.why import WhyContext
+from core.wire_model import WireModel
 
 WORKFLOW_TYPE = "ConversationWorkflow"
 SIGNAL_SUBMIT_MESSAGE = "submit_message"
@@ -65,7 +66,7 @@ def arguments_hash(arguments: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-class ToolDef(BaseModel):
+class ToolDef(WireModel):
     """One tool, defined once: what the model sees, what the rules match, and who runs it."""
 
     name: str = Field(description="the name the model and the rules use (mcp__SERVER__TOOL for MCP tools)")
@@ -97,20 +98,20 @@ class ToolDef(BaseModel):
         }
 
 
-class ToolCatalog(BaseModel):
+class ToolCatalog(WireModel):
     """The tools one turn offers, as an activity listed them; recorded in history for replay."""
 
     tools: list[ToolDef]
     unavailable: dict[str, str] = Field(default_factory=dict, description="source that failed to list -> why")
 
 
-class ToolCall(BaseModel):
+class ToolCall(WireModel):
     id: str
     name: str
     arguments: str = Field(description="the raw JSON text the model wrote, kept verbatim")
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(WireModel):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -118,7 +119,7 @@ class ChatMessage(BaseModel):
     name: str | None = None
 
 
-class TokenUsage(BaseModel):
+class TokenUsage(WireModel):
     """What the API counted for one call; absent when the server does not say."""
 
     prompt_tokens: int
@@ -135,14 +136,14 @@ class LlmReply(ChatMessage):
         return ChatMessage.model_validate(self.model_dump(exclude={"usage"}))
 
 
-class ContextAnchor(BaseModel):
+class ContextAnchor(WireModel):
     """The model's own count of the transcript's first `messages` messages, from the last usage."""
 
     messages: int
     tokens: int
 
 
-class ApproverRule(BaseModel):
+class ApproverRule(WireModel):
     """Who may decide the calls a rule matches: names and `group:NAME` entries."""
 
     match: list[str] = Field(description="rules in the allow/ask/deny syntax: tool or tool(glob)")
@@ -157,14 +158,14 @@ class ApproverRule(BaseModel):
     warn_before_expiry: float | None = Field(default=None, gt=0, description="seconds before expiry to warn")
 
 
-class ChannelRoute(BaseModel):
+class ChannelRoute(WireModel):
     """What the workflow knows of a channel: its kind and the groups it serves (never its URL or secret)."""
 
     kind: ChannelKind = "webhook"
     groups: list[str] = Field(default_factory=list, description="requests these groups may decide; '*': every one")
 
 
-class NotifyPlan(BaseModel):
+class NotifyPlan(WireModel):
     """Who hears about one request and when, fixed when it opens (from the matching approver rules)."""
 
     channels: list[str] = Field(default_factory=list)
@@ -180,7 +181,7 @@ class NotifyPlan(BaseModel):
         return not self.channels and not self.escalate_channels and all(t is None for t in timers)
 
 
-class ApprovalExtension(BaseModel):
+class ApprovalExtension(WireModel):
     """One extension of a request's deadline: who, when, by how much, and the new expiry."""
 
     by: str
@@ -190,7 +191,7 @@ class ApprovalExtension(BaseModel):
     reason: str | None = None
 
 
-class PolicyRules(BaseModel):
+class PolicyRules(WireModel):
     mode: Literal["default", "auto_approve"] = "default"
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
@@ -205,7 +206,7 @@ class PolicyRules(BaseModel):
     channels: dict[str, ChannelRoute] = Field(default_factory=dict, description="notification channels by name")
 
 
-class DelegationLimits(BaseModel):
+class DelegationLimits(WireModel):
     """How far a conversation may delegate, and the rules a subagent adds to its parent's."""
 
     max_depth: int = Field(default=2, ge=0, description="subagents below a top conversation; 0: no delegate tool")
@@ -213,7 +214,7 @@ class DelegationLimits(BaseModel):
     rules: PolicyRules | None = Field(default=None, description="a subagent's own rules; None: the parent's alone")
 
 
-class SubagentInfo(BaseModel):
+class SubagentInfo(WireModel):
     """Set when the conversation is a subagent: one task, then it ends with its answer."""
 
     parent_id: str
@@ -223,7 +224,7 @@ class SubagentInfo(BaseModel):
     tools: list[str] = Field(description="the tools it is offered (a subset of its parent's)")
 
 
-class ApprovalRecord(BaseModel):
+class ApprovalRecord(WireModel):
     """One approval request as the workflow holds it; the projection mirrors it."""
 
     request_id: str
@@ -262,7 +263,7 @@ class ApprovalRecord(BaseModel):
     reasked_as: str | None = Field(default=None, description="stale: the request the same call was asked again as")
 
 
-class ConversationInput(BaseModel):
+class ConversationInput(WireModel):
     """Workflow input; also the state carried across continue-as-new."""
 
     conversation_id: str
@@ -302,7 +303,7 @@ class ConversationInput(BaseModel):
     shared_workspace: bool = Field(default=False, description="chosen: the shared directory (an older conversation)")
 
 
-class _StrictInput(BaseModel):
+class _StrictInput(WireModel):
     """Signal and update payloads come from outside: no coercion ("yes" is not a boolean)."""
 
     model_config = ConfigDict(strict=True)
@@ -343,7 +344,7 @@ class ExtensionInput(_StrictInput):
     groups: list[str] = Field(default_factory=list)
 
 
-class ExtensionResult(BaseModel):
+class ExtensionResult(WireModel):
     request_id: str
     expires_at: datetime
 
@@ -356,12 +357,12 @@ class MoveInput(_StrictInput):
     door: Door | None = None
 
 
-class MoveResult(BaseModel):
+class MoveResult(WireModel):
     moved_from: str | None
     to: str
 
 
-class NotificationInput(BaseModel):
+class NotificationInput(WireModel):
     """One notification of one request to one channel; `key` names it for the receiver's dedup."""
 
     key: str = Field(description="request id, channel and kind: the same on every retry")
@@ -385,18 +386,18 @@ class AutoApproveInput(_StrictInput):
     door: Door | None = None
 
 
-class CloseInput(BaseModel):
+class CloseInput(WireModel):
     by: str | None = Field(default=None, description="who closed it, as the door knew them")
     door: Door | None = None
 
 
-class DecisionResult(BaseModel):
+class DecisionResult(WireModel):
     request_id: str
     resolution: Resolution | None = Field(description="None: a partial approval, more approvers are needed")
     approved_by: list[str] = Field(default_factory=list)
 
 
-class ConversationState(BaseModel):
+class ConversationState(WireModel):
     conversation_id: str
     turn_status: TurnStatus
     turn_id: str | None
@@ -421,7 +422,7 @@ class ConversationState(BaseModel):
 LlmPurpose = Literal["reply", "summarise"]
 
 
-class LlmRequest(BaseModel):
+class LlmRequest(WireModel):
     conversation_id: str
     turn_id: str
     messages: list[ChatMessage]
@@ -429,7 +430,7 @@ class LlmRequest(BaseModel):
     purpose: LlmPurpose = Field(default="reply", description="summarise: a compaction's summary request")
 
 
-class ToolRequest(BaseModel):
+class ToolRequest(WireModel):
     conversation_id: str
     turn_id: str
     tool_call_id: str
@@ -453,7 +454,7 @@ class ToolRequest(BaseModel):
     )
 
 
-class PreviewInput(BaseModel):
+class PreviewInput(WireModel):
     """What the preview activity needs: the call as asked, where it would run, the rule that asked."""
 
     conversation_id: str
@@ -472,13 +473,13 @@ class PreviewInput(BaseModel):
     )
 
 
-class ListToolsInput(BaseModel):
+class ListToolsInput(WireModel):
     conversation_id: str
     turn_id: str
     workspace: str | None = Field(default=None, description="as ToolRequest.workspace: whose MCP servers to list")
 
 
-class ToolResult(BaseModel):
+class ToolResult(WireModel):
     content: str
     is_error: bool = False
     outcome_unknown: bool = False
@@ -487,7 +488,7 @@ class ToolResult(BaseModel):
     stale_target: str | None = Field(default=None, description="not run: the target's hash now (it changed)")
 
 
-class ProjectionEvent(BaseModel):
+class ProjectionEvent(WireModel):
     """One ordered event for the UI; event_key makes a retried write a no-op."""
 
     event_key: str
@@ -496,7 +497,7 @@ class ProjectionEvent(BaseModel):
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
-class ConversationProjection(BaseModel):
+class ConversationProjection(WireModel):
     conversation_id: str
     turn_status: TurnStatus
     pending_count: int
@@ -506,30 +507,30 @@ class ConversationProjection(BaseModel):
     events: list[ProjectionEvent] = Field(default_factory=list)
 
 
-class ArchivedMessage(BaseModel):
+class ArchivedMessage(WireModel):
     seq: int = Field(description="position in the full transcript (1 is the first message after the system prompt)")
     message: ChatMessage
 
 
-class CompactionProjection(BaseModel):
+class CompactionProjection(WireModel):
     """Messages leaving the model's transcript, archived for people before the workflow drops them."""
 
     messages: list[ArchivedMessage]
     conversation: ConversationProjection
 
 
-class ApprovalRequestedProjection(BaseModel):
+class ApprovalRequestedProjection(WireModel):
     approval: ApprovalRecord
     kv_snapshot: dict[str, Any]
     conversation: ConversationProjection
 
 
-class ApprovalResolvedProjection(BaseModel):
+class ApprovalResolvedProjection(WireModel):
     approval: ApprovalRecord
     conversation: ConversationProjection
 
 
-class ServiceRules(BaseModel):
+class ServiceRules(WireModel):
     """The deployment's rules and default deadline, read by the worker for an ApprovalRequest
     (whose caller knows neither): recorded once in the request's history."""
 

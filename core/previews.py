@@ -15,9 +15,10 @@ import re
 import zlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from core.shell_words import collapse_whitespace, simple_commands
+from core.wire_model import WireModel
 
 PreviewKind = Literal["file", "shell", "tool"]
 ABSENT = "absent"  # the target hash of a file that does not exist yet
@@ -33,7 +34,7 @@ CONTEXT_LINES = 3
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
-class EffectPreview(BaseModel):
+class EffectPreview(WireModel):
     """One request's preview, stored with it (read model column preview_json)."""
 
     kind: PreviewKind

@@ -10,34 +10,35 @@ from __future__ import annotations
 
 import difflib
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from core.previews import EffectPreview
+from core.wire_model import WireModel
 
 UPDATE_UNDO = "undo"
 ERROR_UNDO_REFUSED = "UndoRefused"
 UNDO_CALL_PREFIX = "undo-"
 
 
-class UndoInput(BaseModel):
+class UndoInput(WireModel):
     request_id: str = Field(description="the approved write_file request to undo")
     by: str | None = Field(default=None, description="who asks for the undo, as the door knew them")
     door: str | None = None
 
 
-class UndoResult(BaseModel):
+class UndoResult(WireModel):
     request_id: str | None = Field(default=None, description="the undo's own request, asked like any call")
     refused: str | None = None
     three_way: str | None = Field(default=None, description="a refusal's before / approved / now differences")
 
 
-class PrepareUndoInput(BaseModel):
+class PrepareUndoInput(WireModel):
     conversation_id: str
     request_id: str
     workspace: str | None = None
 
 
-class UndoPlan(BaseModel):
+class UndoPlan(WireModel):
     """What the prepare activity found: a refusal, or the write that restores the previous bytes."""
 
     refused: str | None = None

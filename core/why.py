@@ -7,13 +7,15 @@ what the call does. Every text is the model's or a person's and is shown escaped
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from core.wire_model import WireModel
 
 MAX_WHY_CHARS = 2_000  # what a card keeps of each text
 MAX_EARLIER = 10  # the most recent earlier decisions a card lists
 
 
-class EarlierDecision(BaseModel):
+class EarlierDecision(WireModel):
     request_id: str
     tool_name: str
     resolution: str
@@ -21,7 +23,7 @@ class EarlierDecision(BaseModel):
     reason: str | None = None
 
 
-class WhyContext(BaseModel):
+class WhyContext(WireModel):
     user_message: str | None = Field(default=None, description="the user's message that started the turn")
     assistant_text: str | None = Field(default=None, description="what the assistant said just before the call")
     earlier: list[EarlierDecision] = Field(default_factory=list, description="this conversation's earlier decisions")

@@ -18,7 +18,13 @@ DEFAULT_TASK_QUEUE = "durable-approvals"
 RequestOutcome = Literal["allow", "deny", "edit", "expired", "canceled"]
 
 
-class Requester(BaseModel):
+class _Payload(BaseModel):
+    """Built on first use, not at import: a caller's process pays only for the types it uses."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Requester(_Payload):
     """What started the request: shown on its card, linked to in the Temporal Web UI."""
 
     workflow_id: str | None = None
@@ -27,7 +33,7 @@ class Requester(BaseModel):
     namespace: str | None = Field(default=None, description="the requester's namespace; default: the service's")
 
 
-class ApprovalRequestInput(BaseModel):
+class ApprovalRequestInput(_Payload):
     model_config = ConfigDict(extra="forbid")
 
     tool: str = Field(min_length=1, description="the tool or action's name, as the rules match it")
@@ -46,7 +52,7 @@ class ApprovalRequestInput(BaseModel):
     )
 
 
-class ApprovalResult(BaseModel):
+class ApprovalResult(_Payload):
     request_id: str
     decision: RequestOutcome
     arguments: dict[str, Any] = Field(description="what may run: the call's own arguments, or an edit's")
@@ -73,22 +79,22 @@ APPROVED_EFFECT_FINISH = "approved_effect_finish"
 EffectState = Literal["ran", "already_ran", "outcome_unknown", "not_approved"]
 
 
-class EffectClaimInput(BaseModel):
+class EffectClaimInput(_Payload):
     request_id: str
     name: str = Field(description="what the effect is, for the ledger and the audit")
 
 
-class EffectClaim(BaseModel):
+class EffectClaim(_Payload):
     verdict: Literal["run", "finished", "unknown"]
     result: Any = Field(default=None, description="the recorded result of a finished effect")
 
 
-class EffectFinishInput(BaseModel):
+class EffectFinishInput(_Payload):
     request_id: str
     result: Any = None
 
 
-class EffectOutcome(BaseModel):
+class EffectOutcome(_Payload):
     """What became of an approved side effect run through `run_approved_once`."""
 
     state: EffectState

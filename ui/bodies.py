@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.ids import CONVERSATION_ID_RULE, check_conversation_id
 from core.models import MAX_EXTENSION_SECONDS, Decision
+from core.wire_model import WireModel
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
 from ui.limits import MAX_BODY_BYTES, too_large
 
@@ -19,7 +20,7 @@ BatchDecision = Literal["allow", "deny", "always_allow"]
 Body = TypeVar("Body", bound=BaseModel)
 
 
-class StrictBody(BaseModel):
+class StrictBody(WireModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
