@@ -23,7 +23,7 @@ from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_UPDATE, FLOOR_WORKFL
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
 from config.settings import Settings
-from core.models import DecisionInput
+from core.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput
 from storage.claims import ClaimedDecision
 from storage.store import ProjectionStore
 from workflows.activity_calls import EXECUTE_TOOL
@@ -88,8 +88,14 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     measured = {name: await approval_latencies(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
     floor = await approval_latencies(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
     update_floor = await approval_latencies(bench.client, update_floor_ids, sent, FLOOR_ACTIVITY)
-    split = {name: await phases.medians(bench.client, ids[name], sent, EXECUTE_TOOL) for name in groups}
-    split["floor"] = await phases.medians(bench.client, floor_ids, sent, FLOOR_ACTIVITY)
+    split = {
+        name: await phases.medians(bench.client, ids[name], sent, EXECUTE_TOOL, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE)
+        for name in groups
+    }
+    split["floor"] = await phases.medians(bench.client, floor_ids, sent, FLOOR_ACTIVITY, FLOOR_SIGNAL)
+    split["floor_update"] = await phases.medians(
+        bench.client, update_floor_ids, sent, FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_UPDATE
+    )
     bench.stop_workers()
     ran: dict[str, int] = ran_counts(floor_settings)
     for settings, _ in groups.values():

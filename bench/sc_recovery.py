@@ -17,7 +17,7 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
-from bench import script
+from bench import phases, script
 from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
 from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
@@ -30,9 +30,6 @@ BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
 SAMPLED = 20  # histories read to count the Temporal tasks one approval costs
 _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-_TASK_SCHEDULED = EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED
-_SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
-_UPDATE_ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 
 
 async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> float:
@@ -42,25 +39,10 @@ async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: 
     counts = []
     for wid in ids[:SAMPLED]:
         events = (await bench.client.get_workflow_handle(wid).fetch_history()).events
-        start = _decision_start(events, signal, update)
+        start = phases.decision_start(events, signal, update)
         if start is not None:
             counts.append(sum(e.event_type in _TASKS for e in events[start:]))
     return median(counts) if counts else 0.0
-
-
-def _decision_start(events: Any, signal: str, update: str | None) -> int | None:
-    """Where the last decision's work starts: its signal, or the scheduling of the task its update came in."""
-    starts = []
-    for i, e in enumerate(events):
-        kind = e.event_type
-        if kind == _SIGNALED and e.workflow_execution_signaled_event_attributes.signal_name == signal:
-            starts.append(i)
-        elif (
-            kind == _UPDATE_ACCEPTED
-            and e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name == update
-        ):
-            starts.append(max(j for j in range(i) if events[j].event_type == _TASK_SCHEDULED))
-    return starts[-1] if starts else None
 
 
 async def _progress(db: Any, count: int, stop: asyncio.Event, label: str) -> None:
