@@ -31,6 +31,7 @@ from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
 from config.settings import Settings
 from config.telemetry import setup_tracing, shutdown_tracing
+from core.wire_model import build_deferred_models
 from maintenance.failure_watch import FailureWatch
 from payload_store.connection import connect
 from storage.store import ProjectionStore
@@ -40,6 +41,8 @@ from workflows.nexus_handler import ApprovalsNexusHandler
 
 # Every workflow type this service runs (the replay tests replay histories of each).
 WORKFLOWS = [ConversationWorkflow, ApprovalRequestWorkflow]
+# Whatever imports the workflows runs or replays them: their wire types are built here, not in an activation.
+build_deferred_models()
 
 
 class HostWorker:

@@ -15,3 +15,20 @@ class WireModel(BaseModel):
     """A pydantic model whose schema is built on first use (subclasses' own config merges in)."""
 
     model_config = ConfigDict(defer_build=True)
+
+
+def build_deferred_models() -> int:
+    """Build every deferred model now; returns how many were built.
+
+    A process that runs workflows calls this before it takes work: a type first used inside a
+    workflow activation (a query's answer, a signal's input) would otherwise be built there, and
+    the build counts against the SDK's two-second deadlock timer on a loaded machine."""
+    built = 0
+    pending: list[type[BaseModel]] = [WireModel]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+            built += 1
+    return built

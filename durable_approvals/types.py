@@ -18,13 +18,7 @@ DEFAULT_TASK_QUEUE = "durable-approvals"
 RequestOutcome = Literal["allow", "deny", "edit", "expired", "canceled"]
 
 
-class _Payload(BaseModel):
-    """Built on first use, not at import: a caller's process pays only for the types it uses."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-class Requester(_Payload):
+class Requester(BaseModel):
     """What started the request: shown on its card, linked to in the Temporal Web UI."""
 
     workflow_id: str | None = None
@@ -33,7 +27,7 @@ class Requester(_Payload):
     namespace: str | None = Field(default=None, description="the requester's namespace; default: the service's")
 
 
-class ApprovalRequestInput(_Payload):
+class ApprovalRequestInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tool: str = Field(min_length=1, description="the tool or action's name, as the rules match it")
@@ -52,7 +46,7 @@ class ApprovalRequestInput(_Payload):
     )
 
 
-class ApprovalResult(_Payload):
+class ApprovalResult(BaseModel):
     request_id: str
     decision: RequestOutcome
     arguments: dict[str, Any] = Field(description="what may run: the call's own arguments, or an edit's")
@@ -79,22 +73,22 @@ APPROVED_EFFECT_FINISH = "approved_effect_finish"
 EffectState = Literal["ran", "already_ran", "outcome_unknown", "not_approved"]
 
 
-class EffectClaimInput(_Payload):
+class EffectClaimInput(BaseModel):
     request_id: str
     name: str = Field(description="what the effect is, for the ledger and the audit")
 
 
-class EffectClaim(_Payload):
+class EffectClaim(BaseModel):
     verdict: Literal["run", "finished", "unknown"]
     result: Any = Field(default=None, description="the recorded result of a finished effect")
 
 
-class EffectFinishInput(_Payload):
+class EffectFinishInput(BaseModel):
     request_id: str
     result: Any = None
 
 
-class EffectOutcome(_Payload):
+class EffectOutcome(BaseModel):
     """What became of an approved side effect run through `run_approved_once`."""
 
     state: EffectState
