@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.parse
 
+import httpx
 from temporalio.client import Client
 
 from cli.readiness import http_ok, port_open, wait_until, worker_polls
@@ -111,7 +112,9 @@ class LocalRun:
         return True
 
     async def _await_http(self, name: str, url: str, detail: str, essential: bool = True) -> bool:
-        if await wait_until(lambda: http_ok(url), 60, self.stop):
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            answered = await wait_until(lambda: http_ok(http, url), 60, self.stop)
+        if answered:
             self.ready(name, detail)
             return True
         if essential:

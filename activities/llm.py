@@ -104,10 +104,18 @@ class ModelEndpoint:
         stream: bool = False,
     ) -> None:
         self.base_url, self.timeout, self._api_key = base_url, timeout, api_key
-        self._client = self._new_client()
+        # Made on the first call: its TLS context alone costs tens of milliseconds of CPU, and a
+        # worker (or `doctor`) that never asks the model need not pay it.
+        self._current: openai.AsyncOpenAI | None = None
         self._model, self._max_tokens = model, max_tokens
         self._limit_field = "max_tokens"
         self.streaming = stream
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        if self._current is None:
+            self._current = self._new_client()
+        return self._current
 
     def _new_client(self) -> openai.AsyncOpenAI:
         # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
@@ -146,7 +154,7 @@ class ModelEndpoint:
             except NotAStream as answer:
                 self._stop_streaming(answer.why)
                 # A server that cut its stream off may reset the connection it leaves in the pool.
-                self._client = self._new_client()
+                self._current = self._new_client()
                 if (reply := whole_reply(answer.body)) is not None:
                     return reply
             except openai.BadRequestError as err:

@@ -36,9 +36,9 @@ async def port_open(host: str, port: int) -> bool:
     return True
 
 
-async def http_ok(url: str) -> bool:
-    async with httpx.AsyncClient(timeout=2.0) as client:
-        response = await client.get(url)
+async def http_ok(client: httpx.AsyncClient, url: str) -> bool:
+    """One client for all of a child's probes: a new client per probe built a TLS context each time."""
+    response = await client.get(url)
     return response.status_code < 500
 
 
