@@ -153,7 +153,9 @@ class ModelEndpoint:
                 return await streamed_reply(self._client, body, publisher)
             except NotAStream as answer:
                 self._stop_streaming(answer.why)
-                # A server that cut its stream off may reset the connection it leaves in the pool.
+                # A server that cut its stream off may reset the connection it leaves in the pool:
+                # a new client, and the old one closed (left to the collector, it warned).
+                await self._client.close()
                 self._current = self._new_client()
                 if (reply := whole_reply(answer.body)) is not None:
                     return reply
