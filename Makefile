@@ -16,11 +16,13 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_MET
 
 # uv installs the same versions as pip in a fraction of the time (in parallel, without compiling
 # every dependency's modules up front: a module is compiled when first imported, and most never
-# are); where uv cannot be had or cannot install, pip does it all.
+# are); where uv cannot be had or cannot install, pip does it all. pip is brought up to date first,
+# for the targets that add extras with it (test-real-model, bench, docs).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
 	( $(BIN)/pip install --quiet uv && VIRTUAL_ENV=$(VENV) $(BIN)/uv pip install --quiet -e '.[dev]' ) || \
-		( $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet -e '.[dev]' )
+		$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
