@@ -3,8 +3,8 @@
 From the decision being sent (client clock) to the approved activity's result, split at the
 history's own events: the decision recorded (its signal, or the task its update came in with),
 the workflow task that reacts to it started and completed, the activity scheduled, started and
-completed. Ours and the floor are split the same
-way, so the phase whose median differs is where our bookkeeping costs.
+completed. Ours and the floor are split the same way, so the phase whose median differs is where
+our bookkeeping costs.
 """
 
 from __future__ import annotations

@@ -17,18 +17,23 @@ class WireModel(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
-def build_deferred_models() -> int:
-    """Build every deferred model now; returns how many were built.
+def wire_models() -> list[type[WireModel]]:
+    """Every subclass of WireModel defined so far, at any depth."""
+    found: list[type[WireModel]] = []
+    pending = WireModel.__subclasses__()
+    while pending:
+        model = pending.pop()
+        found.append(model)
+        pending.extend(model.__subclasses__())
+    return found
+
+
+def build_deferred_models() -> None:
+    """Build every deferred model now.
 
     A process that runs workflows calls this before it takes work: a type first used inside a
     workflow activation (a query's answer, a signal's input) would otherwise be built there, and
     the build counts against the SDK's two-second deadlock timer on a loaded machine."""
-    built = 0
-    pending: list[type[BaseModel]] = [WireModel]
-    while pending:
-        model = pending.pop()
-        pending.extend(model.__subclasses__())
+    for model in wire_models():
         if not model.__pydantic_complete__:
             model.model_rebuild(force=True)
-            built += 1
-    return built

@@ -14,14 +14,9 @@ COUNT_UNBUILT = """
 import sys
 for name in sys.argv[1:]:
     __import__(name)
-from core.wire_model import WireModel
-pending, unbuilt, total = [WireModel], 0, 0
-while pending:
-    model = pending.pop()
-    pending.extend(model.__subclasses__())
-    total += 1
-    unbuilt += not model.__pydantic_complete__
-print(unbuilt, total)
+from core.wire_model import wire_models
+models = wire_models()
+print(sum(not model.__pydantic_complete__ for model in models), len(models))
 """
 
 
