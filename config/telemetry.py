@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context, trace
-from opentelemetry.trace import Span
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 log = logging.getLogger(__name__)
 TRACER_NAME = "durable_approvals"
-_PROPAGATOR = TraceContextTextMapPropagator()
 _state: dict[str, Any] = {}
 
 
@@ -44,6 +43,7 @@ def setup_tracing(service_name: str) -> bool:
         return True
     if not tracing_configured():
         return False
+    from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -91,12 +91,24 @@ def temporal_interceptors() -> list[Any]:
     return [TracingInterceptor()]
 
 
+def _otel_loaded() -> bool:
+    """Whether this process may hold a span: ours are on, or something in it loaded OpenTelemetry
+    (and may have set its own provider). A CLI run with tracing off never imports it (a tenth of
+    its start)."""
+    return tracing_active() or "opentelemetry.trace" in sys.modules
+
+
 def current_traceparent() -> str | None:
     """The W3C traceparent of the span running now, if it is recorded."""
+    if not _otel_loaded():
+        return None
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
     if not trace.get_current_span().get_span_context().is_valid:
         return None
     carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier)
+    TraceContextTextMapPropagator().inject(carrier)
     return carrier.get("traceparent")
 
 
@@ -107,10 +119,19 @@ def trace_id_of(traceparent: str | None) -> str | None:
 
 
 @contextmanager
-def span(name: str, attributes: Mapping[str, str | int | None], traceparent: str | None = None) -> Iterator[Span]:
+def span(
+    name: str, attributes: Mapping[str, str | int | None], traceparent: str | None = None
+) -> Iterator[Span | None]:
     """One span of ours, a child of `traceparent` when given (the request's trace), else of the
-    current span. Attributes are the caller's choice of safe values; None ones are left out."""
-    parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else None
+    current span. Attributes are the caller's choice of safe values; None ones are left out.
+    None, and nothing recorded, where no span can be (see `_otel_loaded`)."""
+    if not _otel_loaded():
+        yield None
+        return
+    from opentelemetry import context, trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    parent = TraceContextTextMapPropagator().extract({"traceparent": traceparent}) if traceparent else None
     token = context.attach(parent) if parent is not None else None
     try:
         tracer = trace.get_tracer(TRACER_NAME)

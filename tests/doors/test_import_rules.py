@@ -153,3 +153,21 @@ def test_a_worker_without_mcp_servers_never_loads_the_mcp_sdk() -> None:
     probe = "import sys, worker; print(sorted(m for m in ('mcp', 'mcp_types') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
+
+
+def test_a_cli_decision_without_tracing_never_loads_opentelemetry() -> None:
+    """With no OTEL_* endpoint set, a decision's span is a no-op and OpenTelemetry stays unloaded
+    (a tenth of every CLI run's start); with one set, tests/observability checks the spans."""
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    probe = (
+        "import sys, starter, cli.approvals, doors.control, activities.projection, worker\n"
+        "from config.telemetry import current_traceparent, span\n"
+        "with span('probe', {}) as current: pass\n"
+        "print(current, current_traceparent(), sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert loaded.stdout.strip() == "None None []", loaded.stdout + loaded.stderr
