@@ -66,12 +66,15 @@ SETTINGS = [
     "Decisions go through control.send_decision (projection claim, then signal), as the CLI and UI send them.",
     "Latency: one approval at a time, ours (projection on SQLite, on PostgreSQL, and with --baseline the"
     " baseline revision's worker) and the floor alternating; times are client clock at send to the"
-    " ActivityTaskCompleted event time in history (same machine clock). Decisions go through one open"
+    " ActivityTaskCompleted event time in history (same machine clock), each decision sent 0.1 s after the"
+    " previous approval ended (bench/drive.py's SETTLE_SECONDS: sent back to back, the next workflow task"
+    " waited about 37 ms more, unevenly by path). Decisions go through one open"
     " ProjectionStore per projection, as a running UI holds it. Recovery: two new workers, 50 decisions in"
     " flight, once per backend.",
     "Request latency: the callers (a workflow asking through request_approval, one in a second namespace of the"
     " same dev server asking through the approvals Nexus endpoint) and the floor run the same activity after"
-    " the decision, in worker subprocesses of their own; one approval at a time, in turn.",
+    " the decision, in worker subprocesses of their own; one approval at a time, in turn, 0.1 s apart as in"
+    " the latency scenario.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
     "Payload store: the local driver (files under the run's directory, fsync and rename per write),"
     " PAYLOAD_STORE_THRESHOLD 64 KiB; latency_extstore sets it to 0 for ours, so every payload of ours is stored.",

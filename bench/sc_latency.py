@@ -18,7 +18,7 @@ from typing import Any
 
 from activities.sandbox import describe as sandbox_launcher
 from bench import phases, sandbox_cost, script
-from bench.drive import approval_latencies, approve, new_ids, pending_requests, start_all, wait_pending
+from bench.drive import approval_latencies, approve, new_ids, pending_requests, settle, start_all, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_UPDATE, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
@@ -69,15 +69,18 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     for i in range(count):
         for name, (settings, _) in groups.items():
             cid = ids[name][i]
+            await settle()
             sent[cid] = time.time()
             await approve(bench.client, settings, requests[cid], stores[name])
             while ((await stores[name].conversation(cid)) or {}).get("turn_status") != "idle":
                 await asyncio.sleep(0.002)
         handle = bench.client.get_workflow_handle(floor_ids[i])
+        await settle()
         sent[floor_ids[i]] = time.time()
         await handle.signal(FLOOR_SIGNAL)
         await handle.result()
         handle = bench.client.get_workflow_handle(update_floor_ids[i])
+        await settle()
         sent[update_floor_ids[i]] = time.time()
         await handle.execute_update(FLOOR_UPDATE)
         await handle.result()

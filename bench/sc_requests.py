@@ -23,7 +23,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from bench import script
-from bench.drive import approval_latencies, approve, new_ids, wait_pending
+from bench.drive import approval_latencies, approve, new_ids, settle, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import Bench, ran_counts, say
 from bench.request_callers import CALLER_WORKFLOW, REQUEST_KEY, CallerJob, Via
@@ -77,10 +77,12 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         for i in range(count):
             for via in CALLERS:
                 wid = ids[via][i]
+                await settle()
                 sent[wid] = time.time()
                 await approve(bench.client, ours, requests[wid], store)
                 await clients[via].get_workflow_handle(wid).result()
             floor = bench.client.get_workflow_handle(floor_ids[i])
+            await settle()
             sent[floor_ids[i]] = time.time()
             await floor.signal(FLOOR_SIGNAL)
             await floor.result()
