@@ -27,10 +27,10 @@ from storage.store import ProjectionStore
 T = TypeVar("T")
 
 # The pause before each timed decision in the latency scenarios. Sent the instant another workflow
-# closed, a decision's workflow task waited ~37 ms more to be picked up (reproduced with bare
-# workflows on the dev server: 36.9 ms from scheduled to started back to back, 3.2 ms after a
-# 10 ms pause), and unevenly by path: the floor paid it, so ratios read better than they are.
-# A person's decision never arrives that close behind another workflow's end.
+# closed, a decision's workflow task at times waited ~37 ms more to be picked up (bare workflows on
+# the dev server, in the same hour: 36.9 ms from scheduled to started back to back, 3.2 ms after a
+# 10 ms pause; other runs showed no gap), and unevenly by path: the floor paid it, so ratios read
+# better than they were. A person's decision never arrives that close behind another's end.
 SETTLE_SECONDS = 0.1
 
 
