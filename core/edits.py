@@ -33,7 +33,8 @@ from core.models import (
 )
 from core.policy import evaluate
 from core.refusals import Refusal, no_arguments, one_person_only, same_arguments
-from core.tool_registry import InvalidToolCall, main_argument_text, validate_arguments
+from core.tool_arguments import validate_arguments
+from core.tool_registry import InvalidToolCall, main_argument_text
 
 # Histories recorded before edits existed never applied one; an edit arriving in one is ignored.
 NOTE_VALUE_LIMIT = 300

@@ -1,4 +1,5 @@
-"""The built-in tools, defined once as registry entries; the checks live in core.tool_registry."""
+"""The built-in tools, defined once as registry entries; the checks live in core.tool_registry and
+core.tool_arguments."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from core.models import PermissionType, ToolDef
 from core.tool_registry import Catalog, InvalidToolCall, confined_path, main_argument_text
 
-__all__ = ["BUILTIN_CATALOG", "TOOL_SPECS", "InvalidToolCall", "confined_path", "main_argument_text", "validate_call"]
+__all__ = ["BUILTIN_CATALOG", "TOOL_SPECS", "InvalidToolCall", "confined_path", "main_argument_text"]
 
 _PATH = {"type": "string", "description": "path relative to the workspace"}
 
@@ -83,8 +84,3 @@ TOOL_SPECS: dict[str, ToolDef] = {
 }
 
 BUILTIN_CATALOG = Catalog(TOOL_SPECS.values())
-
-
-def validate_call(name: str, raw_arguments: str) -> tuple[ToolDef, dict[str, Any]]:
-    """Check a call against the built-in tools alone."""
-    return BUILTIN_CATALOG.validate_call(name, raw_arguments)

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from core.notify_plan import plan_for
     from core.policy import evaluate, network_allowed
+    from core.tool_arguments import validate_call
     from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, InvalidToolCall, main_argument_text
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
@@ -202,7 +203,7 @@ class ToolRunner:
 
     def _plan(self, call: ToolCall) -> _Plan:
         try:
-            spec, arguments = self._catalog.validate_call(call.name, call.arguments)
+            spec, arguments = validate_call(self._catalog, call.name, call.arguments)
         except InvalidToolCall as err:
             return _Plan(call, None, {}, "invalid", error=f"Error: {err}")
         book = self._ctx.book

@@ -19,7 +19,8 @@ from core.approvers import approvers_for, may_decide, not_by_for, required_for
 from core.edits import EditDesk
 from core.models import ApprovalRecord, ApproverRule, DecisionInput, PolicyRules, arguments_hash
 from core.policy import evaluate
-from core.tool_registry import InvalidToolCall, main_argument_text, validate_arguments
+from core.tool_arguments import validate_arguments
+from core.tool_registry import InvalidToolCall, main_argument_text
 from core.tool_specs import TOOL_SPECS
 
 PATHS = ["notes.txt", "deploy/app.yaml", ".git/config", "shared/x.txt", "safe/y.txt", "../out.txt", "./notes.txt"]

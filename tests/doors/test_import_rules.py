@@ -171,3 +171,19 @@ def test_a_cli_decision_without_tracing_never_loads_opentelemetry() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
     assert loaded.stdout.strip() == "None None []", loaded.stdout + loaded.stderr
+
+
+def test_the_doors_rules_load_without_a_json_schema_validator() -> None:
+    """A CLI decision's pre-check (claims, refusals, approver rules, the policy) needs no argument
+    validation: jsonschema, a sixth of a CLI run's start, loads only with core.tool_arguments."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, storage.claims, core.refusals, core.policy, core.tool_specs, cli.approvals\n"
+        "before = 'jsonschema' in sys.modules\n"
+        "import core.tool_arguments\n"
+        "print(before, 'jsonschema' in sys.modules)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert loaded.stdout.strip() == "False True", loaded.stdout + loaded.stderr

@@ -15,6 +15,7 @@ from activities.python_tools import PythonToolError, load_python_tools, python_t
 from approvals_tools import tool, tools_of
 from core.models import PolicyRules, ToolDef
 from core.policy import evaluate
+from core.tool_arguments import validate_call
 from core.tool_registry import Catalog, InvalidToolCall, main_argument_text
 from core.tool_specs import TOOL_SPECS
 
@@ -46,16 +47,16 @@ CATALOG = Catalog([*TOOL_SPECS.values(), COMMIT])
 def test_arguments_are_checked_against_the_json_schema(arguments: dict[str, Any], error: str) -> None:
     name = "write_file_typo" if "content" in arguments else COMMIT.name
     with pytest.raises(InvalidToolCall) as raised:
-        CATALOG.validate_call(name, json.dumps(arguments))
+        validate_call(CATALOG, name, json.dumps(arguments))
     assert error in str(raised.value)
 
 
 def test_built_in_schemas_refuse_extra_and_mistyped_arguments() -> None:
     with pytest.raises(InvalidToolCall, match="unexpected argument"):
-        CATALOG.validate_call("read_file", '{"path": "a", "mode": "rb"}')
+        validate_call(CATALOG, "read_file", '{"path": "a", "mode": "rb"}')
     with pytest.raises(InvalidToolCall, match="'content' of write_file is invalid: 5 is not of type 'string'"):
-        CATALOG.validate_call("write_file", '{"path": "a", "content": 5}')
-    tool_def, args = CATALOG.validate_call(COMMIT.name, '{"repo_path": ".", "message": "fix: typo"}')
+        validate_call(CATALOG, "write_file", '{"path": "a", "content": 5}')
+    tool_def, args = validate_call(CATALOG, COMMIT.name, '{"repo_path": ".", "message": "fix: typo"}')
     assert main_argument_text(tool_def, args) == "fix: typo"
 
 

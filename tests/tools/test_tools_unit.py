@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from activities.builtin_tools import BUILTIN_TOOLS, MAX_RESULT_CHARS, KvStore, Workspace, truncate
-from core.tool_specs import InvalidToolCall, confined_path, validate_call
+from core.tool_arguments import validate_call
+from core.tool_specs import BUILTIN_CATALOG, InvalidToolCall, confined_path
 
 
 def run(name: str, ws: Workspace, args: dict, kv: KvStore | None = None) -> str:  # type: ignore[type-arg]
@@ -27,7 +28,7 @@ def test_paths_that_leave_the_workspace_are_refused(path: str) -> None:
 
 def test_inner_paths_are_normalised() -> None:
     assert confined_path("./a/b/../c.txt") == "a/c.txt"
-    _, args = validate_call("write_file", '{"path": "dir/./f.txt", "content": "x"}')
+    _, args = validate_call(BUILTIN_CATALOG, "write_file", '{"path": "dir/./f.txt", "content": "x"}')
     assert args["path"] == "dir/f.txt"
 
 
