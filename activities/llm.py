@@ -5,26 +5,27 @@ to the read model's event log while the call runs (activities/llm_stream.py); th
 the one message history records, is the same either way. What an endpoint cannot do is learned from
 how it answers, not from its name, and remembered for the life of the process: a stream request
 answered without a stream, a refused `max_tokens`. `ModelEndpoint` is that request on its own, which
-`starter.py doctor` uses too; `LlmActivities` runs it as the activity.
+`starter.py doctor` uses too; `LlmActivities` runs it as the activity. The openai package (a third
+of a worker's start) and what wraps it are imported with the first model call.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-from openai.types.chat import ChatCompletion
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.llm_errors import model_failure, server_message
-from activities.llm_stream import NotAStream, streamed_reply
 from activities.stream_publisher import DeltaPublisher, DeltaSink
 from core.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 from workflows.activity_calls import CALL_LLM
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_TOKENS = 4096
@@ -86,6 +87,8 @@ def whole_reply(body: bytes) -> LlmReply | None:
         return None
     if not isinstance(data, dict) or not data.get("choices"):
         return None
+    from openai.types.chat import ChatCompletion
+
     return completion_reply(ChatCompletion.construct(**data))
 
 
@@ -118,6 +121,8 @@ class ModelEndpoint:
         return self._current
 
     def _new_client(self) -> openai.AsyncOpenAI:
+        import openai
+
         # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
 
@@ -137,6 +142,10 @@ class ModelEndpoint:
     async def reply(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]], publisher: DeltaPublisher | None = None
     ) -> LlmReply:
+        import openai
+
+        from activities.llm_errors import model_failure
+
         try:
             try:
                 return await self._ask(self.body(messages, tools), publisher)
@@ -148,6 +157,12 @@ class ModelEndpoint:
             raise model_failure(err, self.base_url, self.timeout) from None
 
     async def _ask(self, body: dict[str, Any], publisher: DeltaPublisher | None) -> LlmReply:
+        import openai
+        from openai.types.chat import ChatCompletion
+
+        from activities.llm_errors import server_message
+        from activities.llm_stream import NotAStream, streamed_reply
+
         if self.streaming:
             try:
                 return await streamed_reply(self._client, body, publisher)

@@ -145,12 +145,13 @@ def test_the_callers_package_needs_only_temporalio_and_pydantic() -> None:
     assert outside | core_to_adapter == set()
 
 
-def test_a_worker_without_mcp_servers_never_loads_the_mcp_sdk() -> None:
-    """The MCP SDK is a second of CPU at every worker start; it loads with the first MCP connection."""
+def test_a_worker_loads_the_mcp_sdk_and_the_openai_client_only_when_it_uses_them() -> None:
+    """The MCP SDK is a second of CPU at every worker start, the openai package a third of one; the
+    first loads with the first MCP connection, the second with the first model call."""
     import subprocess
     import sys
 
-    probe = "import sys, worker; print(sorted(m for m in ('mcp', 'mcp_types') if m in sys.modules))"
+    probe = "import sys, worker; print(sorted(m for m in ('mcp', 'mcp_types', 'openai') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
 
