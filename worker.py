@@ -47,7 +47,7 @@ build_deferred_models()
 
 class HostWorker:
     """The shared-queue worker and the host-queue worker, started and stopped together; on the way
-    out it stops the MCP servers it started and closes its databases."""
+    out it stops the MCP servers it started and closes its databases and its model client."""
 
     def __init__(
         self, shared: Worker, host: Worker, tools: ToolActivities, projection: ProjectionStore, closers: list[Any]
@@ -149,7 +149,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         **worker_options,
     )
     host = Worker(client, task_queue=settings.host_task_queue, activities=runners)
-    return HostWorker(shared, host, tools, projection, [projection, ledger])
+    return HostWorker(shared, host, tools, projection, [projection, ledger, llm.endpoint])
 
 
 def _caller_activities(effects: ApprovedEffectActivities) -> list[Any]:

@@ -126,6 +126,13 @@ class ModelEndpoint:
         # max_retries=0: Temporal's retry policy is the only one, so attempts show in history.
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
 
+    async def close(self) -> None:
+        """Close the client's connections, if a call made one: left to the collector, once no loop
+        runs, the client warned that its close was never awaited."""
+        if self._current is not None:
+            await self._current.close()
+            self._current = None
+
     def body(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> dict[str, Any]:
         # The body is already in wire form: posting it as is skips the client's per-field transform
         # of the params, which costs about a millisecond per message and blocks the worker's event

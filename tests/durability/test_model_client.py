@@ -1,0 +1,41 @@
+"""The model client lives as long as the worker: made by the first model call, closed when the
+worker stops (left to the collector, the openai client warned that its close was never awaited)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from activities.llm import ModelEndpoint
+from config.settings import Settings
+from doors.control import start_conversation
+from tests.conftest import HistoryRecorder
+from tests.helpers import wait_status
+from tests.scripts import ScriptedModel
+from worker import build_worker
+
+
+async def test_the_worker_closes_the_model_client_its_calls_made(
+    client: Client,
+    settings: Settings,
+    model: ScriptedModel,
+    histories: HistoryRecorder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[Any] = []
+    new_client = ModelEndpoint._new_client
+
+    def recorded(endpoint: ModelEndpoint) -> Any:
+        made.append(new_client(endpoint))
+        return made[-1]
+
+    monkeypatch.setattr(ModelEndpoint, "_new_client", recorded)
+    async with build_worker(client, settings):
+        assert made == [], "no client before the first model call"
+        cid = histories.track(await start_conversation(client, settings, "hello"))
+        await wait_status(client, cid, "idle")
+        assert [c.is_closed() for c in made] == [False]
+    assert len(model.reply_requests) == 1
+    assert [c.is_closed() for c in made] == [True]
