@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, CliError
 from cli.temporal import Session
+
+if TYPE_CHECKING:
+    from activities.llm import ModelEndpoint
 
 PROBE_TOOL: dict[str, Any] = {
     "type": "function",
@@ -35,10 +38,7 @@ def _said(ok: bool, what: str, detail: str) -> None:
 
 
 async def doctor(args: argparse.Namespace, session: Session) -> int:
-    from temporalio.exceptions import ApplicationError
-
     from activities.llm import ModelEndpoint
-    from core.models import ChatMessage
 
     settings = session.settings
     logging.getLogger("activities.llm").setLevel(logging.ERROR)  # what it learns is printed below
@@ -54,7 +54,20 @@ async def doctor(args: argparse.Namespace, session: Session) -> int:
         )
 
     print(f"model endpoint {settings.openai_base_url}, model {settings.llm_model}")
-    whole = endpoint(stream=False)
+    whole, streaming = endpoint(stream=False), endpoint(stream=True)
+    try:
+        return await _probe(whole, streaming, settings.llm_stream)
+    finally:
+        await whole.close()
+        await streaming.close()
+
+
+async def _probe(whole: ModelEndpoint, streaming: ModelEndpoint, stream_setting: bool) -> int:
+    """A plain reply, a tool call, a reply after the tool's result, then the same call streamed."""
+    from temporalio.exceptions import ApplicationError
+
+    from core.models import ChatMessage
+
     ask = [ChatMessage(role="user", content=PROBE_ASK)]
     try:
         plain = await whole.reply([ChatMessage(role="user", content="Say hello.")], [])
@@ -77,7 +90,6 @@ async def doctor(args: argparse.Namespace, session: Session) -> int:
     _said(True, "reply after the tool's result", "text" if after.content else "another tool call")
 
     needs: list[str] = []
-    streaming = endpoint(stream=True)
     try:
         streamed = await streaming.reply(ask, [PROBE_TOOL])
     except ApplicationError as err:
@@ -93,6 +105,6 @@ async def doctor(args: argparse.Namespace, session: Session) -> int:
         else:
             _said(True, "streamed tool call", ", ".join(c.name for c in streamed.tool_calls))
     print(f"settings it needs: {' '.join(needs) if needs else 'none beyond the defaults'}")
-    if needs and settings.llm_stream and streaming.streaming:
+    if needs and stream_setting and streaming.streaming:
         raise CliError("streamed replies do not carry the tool calls: set LLM_STREAM=off")
     return EXIT_OK

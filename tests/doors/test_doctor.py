@@ -38,6 +38,7 @@ def test_an_endpoint_that_does_everything_needs_no_setting(model: ScriptedModel)
     model.server.responder = tool_user
     done = doctor(model.server.base_url)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == "", "a doctor that finds everything working says nothing on stderr"
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[1:5]] == [
         "ok  plain reply",
