@@ -176,9 +176,8 @@ class ModelEndpoint:
             except NotAStream as answer:
                 self._stop_streaming(answer.why)
                 # A server that cut its stream off may reset the connection it leaves in the pool:
-                # a new client, and the old one closed (left to the collector, it warned).
-                await self._client.close()
-                self._current = self._new_client()
+                # the old client closed, and the next request makes a new one.
+                await self.close()
                 if (reply := whole_reply(answer.body)) is not None:
                     return reply
             except openai.BadRequestError as err:
