@@ -12,6 +12,7 @@ and through which door as attributes: never argument values, reasons or tokens.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 log = logging.getLogger(__name__)
 TRACER_NAME = "durable_approvals"
@@ -98,17 +100,24 @@ def _otel_loaded() -> bool:
     return tracing_active() or "opentelemetry.trace" in sys.modules
 
 
+@functools.cache
+def _propagator() -> TraceContextTextMapPropagator:
+    """The W3C trace-context propagator, made once, on the first span that needs it."""
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator()
+
+
 def current_traceparent() -> str | None:
     """The W3C traceparent of the span running now, if it is recorded."""
     if not _otel_loaded():
         return None
     from opentelemetry import trace
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     if not trace.get_current_span().get_span_context().is_valid:
         return None
     carrier: dict[str, str] = {}
-    TraceContextTextMapPropagator().inject(carrier)
+    _propagator().inject(carrier)
     return carrier.get("traceparent")
 
 
@@ -129,9 +138,8 @@ def span(
         yield None
         return
     from opentelemetry import context, trace
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    parent = TraceContextTextMapPropagator().extract({"traceparent": traceparent}) if traceparent else None
+    parent = _propagator().extract({"traceparent": traceparent}) if traceparent else None
     token = context.attach(parent) if parent is not None else None
     try:
         tracer = trace.get_tracer(TRACER_NAME)
