@@ -189,7 +189,7 @@ def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     shell = until(lambda: [row for row in pending() if row["tool_name"] == "run_shell"])[0]
     cli("approve", str(demo["request_id"]))
     notes = workspace_of(tmp_path / "workspace", str(demo["conversation_id"])) / "notes.txt"  # its own workspace
-    until(notes.exists)
+    until(lambda: notes.exists() and notes.stat().st_size > 0)  # the tool creates it, then writes
     assert notes.read_text() == "hello"
 
     pids = first.child_pids()
