@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -22,6 +23,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
+from activities.llm import ModelEndpoint
 from config.settings import Settings
 from demo_model.server import ScriptedModelServer
 from payload_store import data_converter
@@ -194,6 +196,24 @@ async def histories(client: Client, request: pytest.FixtureRequest) -> AsyncIter
             fetched = await handle.fetch_history()
             if ran_a_task(fetched):
                 await save_and_replay(client, fetched, name)
+
+
+@pytest_asyncio.fixture
+async def model_clients(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[Any]]:
+    """Every openai client a model endpoint makes during the test, closed after it: a test that
+    calls the activities directly has no worker to close them, and a client left to the collector
+    warns, in whichever later test the collection falls."""
+    made: list[Any] = []
+    new_client = ModelEndpoint._new_client
+
+    def recorded(endpoint: ModelEndpoint) -> Any:
+        made.append(new_client(endpoint))
+        return made[-1]
+
+    monkeypatch.setattr(ModelEndpoint, "_new_client", recorded)
+    yield made
+    for client in made:
+        await client.close()
 
 
 def ran_a_task(history: WorkflowHistory) -> bool:

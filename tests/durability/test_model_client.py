@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from temporalio.client import Client
 
-from activities.llm import ModelEndpoint
 from config.settings import Settings
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
@@ -22,20 +20,12 @@ async def test_the_worker_closes_the_model_client_its_calls_made(
     settings: Settings,
     model: ScriptedModel,
     histories: HistoryRecorder,
-    monkeypatch: pytest.MonkeyPatch,
+    model_clients: list[Any],
 ) -> None:
-    made: list[Any] = []
-    new_client = ModelEndpoint._new_client
-
-    def recorded(endpoint: ModelEndpoint) -> Any:
-        made.append(new_client(endpoint))
-        return made[-1]
-
-    monkeypatch.setattr(ModelEndpoint, "_new_client", recorded)
     async with build_worker(client, settings):
-        assert made == [], "no client before the first model call"
+        assert model_clients == [], "no client before the first model call"
         cid = histories.track(await start_conversation(client, settings, "hello"))
         await wait_status(client, cid, "idle")
-        assert [c.is_closed() for c in made] == [False]
+        assert [c.is_closed() for c in model_clients] == [False]
     assert len(model.reply_requests) == 1
-    assert [c.is_closed() for c in made] == [True]
+    assert [c.is_closed() for c in model_clients] == [True]

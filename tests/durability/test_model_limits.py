@@ -24,6 +24,9 @@ from worker import build_worker
 
 TOOLS = [{"type": "function", "function": {"name": "list_dir", "parameters": {"type": "object"}}}]
 
+# The activities run without a worker here: the fixture closes the clients their calls make.
+pytestmark = pytest.mark.usefixtures("model_clients")
+
 
 def request(tools: list[dict[str, Any]] | None = None) -> LlmRequest:
     return LlmRequest(

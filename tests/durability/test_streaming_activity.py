@@ -22,6 +22,9 @@ from tests.scripts import ScriptedModel
 
 LONG_TEXT = "".join(f"word{n} <b>&amp;</b> " for n in range(150))  # 3,000 characters, 750 pieces
 
+# The activities run without a worker here: the fixture closes the clients their calls make.
+pytestmark = pytest.mark.usefixtures("model_clients")
+
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[ProjectionStore]:
