@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.settings import OPENAI_DEFAULT_MODEL, OPENAI_URL
+from config.temporal_server import dev_server_args
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEARCH_ATTRIBUTES = ("TurnStatus=Keyword", "PendingApprovals=Int")
@@ -175,7 +176,7 @@ def services(options: LocalOptions, environ: dict[str, str], temporal: str = "te
     server += ["--port", str(options.temporal_port), "--ui-port", str(options.temporal_ui_port)]
     for attribute in SEARCH_ATTRIBUTES:
         server += ["--search-attribute", attribute]
-    server += ["--log-level", "error"]
+    server += ["--log-level", "error", *dev_server_args()]
     env = child_env(options, environ)
     planned = [Service("temporal", server, env=env_for("temporal", env))]
     if uses_demo_model(environ):

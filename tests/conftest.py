@@ -25,6 +25,7 @@ from temporalio.worker import Replayer
 
 from activities.llm import ModelEndpoint
 from config.settings import Settings
+from config.temporal_server import dev_server_args
 from demo_model.server import ScriptedModelServer
 from payload_store import data_converter
 from tests.leftovers import check_session_end, mark_this_run
@@ -106,6 +107,7 @@ async def start_dev_server(payload_dir: Path, attempts: int = 3) -> WorkflowEnvi
                 search_attributes=[TURN_STATUS_KEY, PENDING_APPROVALS_KEY],
                 data_converter=data_converter(Settings(payload_store=str(payload_dir))),
                 dev_server_log_level="error",
+                dev_server_extra_args=dev_server_args(),
             )
         except RuntimeError as err:
             if attempt == attempts or "did not start" not in str(err):

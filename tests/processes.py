@@ -19,6 +19,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from config.settings import Settings
+from config.temporal_server import dev_server_args
 from payload_store import data_converter
 from tests.conftest import binary
 
@@ -109,6 +110,7 @@ class DevServer:
             "TurnStatus=Keyword",
             "--search-attribute",
             "PendingApprovals=Int",
+            *dev_server_args(),
         ]
         log = self.log_file.open("ab")
         self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from cli.parser import build_parser
+from config.temporal_server import DYNAMIC_CONFIG
 from payload_store.s3 import S3_ENVIRONMENT, S3Location
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
@@ -230,3 +231,16 @@ def test_grafana_is_provisioned_with_the_dashboard_over_our_metrics() -> None:
     assert used and used <= _metric_names(), f"the dashboard asks for metrics nobody exposes: {used - _metric_names()}"
     assert {"approvals_waiting", "approvals_decisions_total", "approvals_time_to_decision_seconds_bucket"} <= used
     assert all(panel["datasource"]["uid"] == datasource["uid"] for panel in dashboard["panels"])
+
+
+def test_the_compose_server_reads_its_queues_as_often_as_the_dev_server() -> None:
+    """The server compose starts gets the queue-reader rates `make run`'s dev server gets, from the
+    file it mounts, so a request's decision reaches its caller as soon under compose."""
+    temporal = SERVICES["temporal"]
+    mounts = dict(volume.rsplit(":", 2)[:2] for volume in temporal["volumes"])
+    inside = "/etc/temporal/" + environment("temporal")["DYNAMIC_CONFIG_FILE_PATH"]
+    [source] = [host for host, target in mounts.items() if target == inside]
+    mounted = yaml.safe_load((ROOT / source).read_text())
+    assert {key: [entry["value"] for entry in entries] for key, entries in mounted.items()} == {
+        key: [value] for key, value in DYNAMIC_CONFIG.items()
+    }

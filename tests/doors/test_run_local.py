@@ -35,6 +35,9 @@ def test_default_plan_is_the_contract() -> None:
         planned["temporal"]
     )
     assert planned["temporal"][planned["temporal"].index("--ui-port") + 1] == "8233"
+    # The history service's queue readers, raised so a request's decision reaches its caller at once.
+    assert " --dynamic-config-value history.transferProcessorMaxPollRPS=1000" in " ".join(planned["temporal"])
+    assert " --dynamic-config-value history.outboundProcessorMaxPollRPS=1000" in " ".join(planned["temporal"])
     assert planned["model"][1:] == ["-m", "demo_model", "--host", "127.0.0.1", "--port", "8100"]
     assert planned["worker"][1:] == ["worker.py"] and (REPO_ROOT / "worker.py").exists()
     assert planned["ui"][1:] == ["starter.py", "ui"]
