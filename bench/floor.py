@@ -22,6 +22,7 @@ FLOOR_WORKFLOW = "BenchFloorWorkflow"
 FLOOR_ACTIVITY = "bench_floor_tool"
 FLOOR_SIGNAL = "approve"
 FLOOR_UPDATE = "approve_now"  # the same, by update: what the doors use for ours
+BARE_REQUEST_WORKFLOW = "BenchBareRequest"
 
 
 class FloorActivities:
@@ -54,4 +55,22 @@ class FloorWorkflow:
 
     @workflow.update(name=FLOOR_UPDATE)
     def approve_now(self) -> None:
+        self._approved = True
+
+
+@workflow.defn(name=BARE_REQUEST_WORKFLOW)
+class BareRequestWorkflow:
+    """The floor of an approval request: a child that waits on one signal and returns, with no rules,
+    read model or doors. A caller of it pays what Temporal's child path costs by itself."""
+
+    def __init__(self) -> None:
+        self._approved = False
+
+    @workflow.run
+    async def run(self) -> bool:
+        await workflow.wait_condition(lambda: self._approved)
+        return True
+
+    @workflow.signal(name=FLOOR_SIGNAL)
+    def approve(self) -> None:
         self._approved = True

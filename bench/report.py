@@ -476,14 +476,20 @@ def _request_latency(s: dict[str, Any]) -> list[str]:
         "From the decision being sent (as the CLI sends it) to the caller, resumed, having recorded the result of"
         " the floor's activity. The callers ask through `request_approval` (an `ApprovalRequest` child) and, from a"
         " second namespace, through the `approvals` Nexus endpoint; the floor waits on a signal, then runs the same"
-        " activity. One approval at a time, in turn.",
+        " activity; a bare child (a workflow that waits on one signal and returns, no rules or read model) is what"
+        " asking by child workflow costs in Temporal itself. One approval at a time, in turn.",
         "",
     ]
     keys = ("p50_ms", "p90_ms", "p99_ms", "n")
     labels = {"child": "child ApprovalRequest (request_approval)", "nexus": "Nexus call from a second namespace"}
     rows = [[label, *(s[via][k] for k in keys)] for via, label in labels.items()]
+    if "bare" in s:
+        rows.append(["bare child: waits on a signal, returns", *(s["bare"][k] for k in keys)])
     rows.append(["floor: wait on a signal, run one activity", *(s["floor"][k] for k in keys)])
     rows += [[f"**{via} / floor**", *(f"**{s[f'ratio_{via}'][k]}x**" for k in keys[:3]), ""] for via in labels]
+    if "bare" in s:
+        rows.append(["bare child / floor", *(f"{s['ratio_bare'][k]}x" for k in keys[:3]), ""])
+        rows += [[f"{via} / bare child", *(f"{s[f'ratio_{via}_to_bare'][k]}x" for k in keys[:3]), ""] for via in labels]
     rows += [
         [f"of which: decision to the request's close ({via})", *(s[f"{via}_request_closed"][k] for k in keys)]
         for via in labels
@@ -507,7 +513,7 @@ def _request_latency(s: dict[str, Any]) -> list[str]:
 def _request_phases(phases: dict[str, dict[str, float]]) -> list[str]:
     """Each step's median ms after the decision, for the child, the Nexus call and the floor side by
     side (steps in the order they come; a step the floor has not is left empty)."""
-    columns = ["child", "nexus", "floor"]
+    columns = [name for name in ("child", "nexus", "bare", "floor") if name in phases]
     steps: dict[str, float] = {}
     for name in columns:
         for step, value in phases.get(name, {}).items():
@@ -524,7 +530,8 @@ def _request_phases(phases: dict[str, dict[str, float]]) -> list[str]:
         "Where the time goes: each step's median ms after the decision is sent, read from the histories (the request's"
         " events, then the caller's; the floor has only its own). `tasks`: workflow tasks run after the decision."
     )
-    return [intro, "", *_table(["step", "child", "Nexus", "floor"], [*rows, *tasks])]
+    titles = {"child": "child", "nexus": "Nexus", "bare": "bare child", "floor": "floor"}
+    return [intro, "", *_table(["step", *(titles[name] for name in columns)], [*rows, *tasks])]
 
 
 def render(results: dict[str, Any]) -> str:

@@ -6,7 +6,9 @@ the moment the caller, resumed, has recorded the result of the floor's activity 
 ActivityTaskCompleted event). Three callers take turns one approval at a time, each finished
 before the next is decided: a workflow that asks through `request_approval` (an `ApprovalRequest`
 child on our worker), one in a second namespace that asks through the `approvals` Nexus endpoint,
-and the floor (a signal, then the same activity). The ratio to the floor is what asking costs.
+and the floor (a signal, then the same activity). The ratio to the floor is what asking costs. A
+fourth caller asks a bare child that waits on one signal (bench/floor.py): what Temporal's child
+path costs by itself, so `ratio_child_to_bare` is what our request adds to it.
 Beside the totals, `phases` gives each step's median time after the decision (the request's
 workflow task and close, the caller hearing of it, its task, the activity), read from the
 histories (bench/request_phases.py), for the three side by side.
@@ -26,7 +28,7 @@ from bench import script
 from bench.drive import approval_latencies, approve, new_ids, settle, wait_pending
 from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import Bench, ran_counts, say
-from bench.request_callers import CALLER_WORKFLOW, REQUEST_KEY, CallerJob, Via
+from bench.request_callers import CALLER_WORKFLOW, REQUEST_KEY, CallerJob, Via, bare_request_id
 from bench.request_phases import median_steps, steps_after
 from bench.sc_latency import compare
 from bench.stats import summary_ms
@@ -36,7 +38,7 @@ from durable_approvals.nexus_caller import nexus_request_id
 from storage.store import ProjectionStore
 from tests.agents.nexus_support import client_on, register_namespace
 
-CALLERS: tuple[Via, ...] = ("child", "nexus")
+CALLERS: tuple[Via, ...] = ("child", "nexus", "bare")
 
 
 async def run(bench: Bench, count: int) -> dict[str, Any]:
@@ -53,23 +55,24 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     bench.start_worker(floor_settings, "floor")
     for settings in callers.values():
         bench.start_worker(settings, "callers")
+    callers["bare"], clients["bare"] = callers["child"], bench.client  # the bare child runs on the floor's worker
 
     ids = {via: new_ids(f"req-{via}", count) for via in CALLERS}
     floor_ids = new_ids("req-floor", count)
     requests = {wid: derived_request_id(wid, REQUEST_KEY) for wid in ids["child"]}
     requests |= {wid: nexus_request_id(namespace, wid, REQUEST_KEY) for wid in ids["nexus"]}
-    say(f"request_latency: starting {count} callers by child, {count} by Nexus and {count} floor workflows")
+    requests |= {wid: bare_request_id(wid) for wid in ids["bare"]}
+    say(f"request_latency: starting {count} callers each by child, by Nexus, by a bare child, and {count} floors")
     for via in CALLERS:
+        asked = floor_settings.task_queue if via == "bare" else ours.task_queue
         for wid in ids[via]:
-            job = CallerJob(
-                via=via, command=script.shell_command(wid), approvals_queue=ours.task_queue, endpoint=endpoint
-            )
+            job = CallerJob(via=via, command=script.shell_command(wid), approvals_queue=asked, endpoint=endpoint)
             await clients[via].start_workflow(CALLER_WORKFLOW, job, id=wid, task_queue=callers[via].task_queue)
     for fid in floor_ids:
         await bench.client.start_workflow(
             FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=floor_settings.task_queue
         )
-    await wait_pending(ours.approvals_db, len(requests))
+    await wait_pending(ours.approvals_db, 2 * count)
 
     store = ProjectionStore(ours.approvals_db)  # one open store, as a running UI holds it
     sent: dict[str, float] = {}
@@ -79,7 +82,10 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
                 wid = ids[via][i]
                 await settle()
                 sent[wid] = time.time()
-                await approve(bench.client, ours, requests[wid], store)
+                if via == "bare":
+                    await bench.client.get_workflow_handle(requests[wid]).signal(FLOOR_SIGNAL)
+                else:
+                    await approve(bench.client, ours, requests[wid], store)
                 await clients[via].get_workflow_handle(wid).result()
             floor = bench.client.get_workflow_handle(floor_ids[i])
             await settle()
@@ -104,7 +110,11 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     ran: dict[str, int] = ran_counts(floor_settings)
     for settings in callers.values():
         ran |= ran_counts(settings)
-    bench.check("request_latency: approved commands ran once each", 3 * count, sum(1 for n in ran.values() if n == 1))
+    bench.check(
+        "request_latency: approved commands ran once each",
+        (len(CALLERS) + 1) * count,
+        sum(1 for n in ran.values() if n == 1),
+    )
     result: dict[str, Any] = {"floor": None, "approvals": count}
     for via in CALLERS:
         compared = compare(measured[via], floor_times)
@@ -114,6 +124,8 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         result[f"{via}_request_closed"] = summary_ms(closed[via])
         result[f"{via}_caller_heard"] = summary_ms(heard[via])
         say(f"request_latency: {via} p50 {compared['ours']['p50_ms']} ms, ratio {compared['ratio']}")
+    for via in ("child", "nexus"):
+        result[f"ratio_{via}_to_bare"] = compare(measured[via], measured["bare"])["ratio"]
     say(f"request_latency: floor p50 {result['floor']['p50_ms']} ms")
     result["phases"] = phases
     say(f"request_latency: phases (median ms after the decision) {phases}")

@@ -13,7 +13,7 @@ import contextlib
 
 from temporalio.worker import Worker
 
-from bench.floor import FloorActivities, FloorWorkflow
+from bench.floor import BareRequestWorkflow, FloorActivities, FloorWorkflow
 from bench.request_callers import RequestCaller
 from config.settings import Settings
 from config.telemetry import setup_tracing
@@ -36,7 +36,7 @@ async def main(kind: str, cache: int) -> None:
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[FloorWorkflow] if kind == "floor" else [RequestCaller],
+            workflows=[FloorWorkflow, BareRequestWorkflow] if kind == "floor" else [RequestCaller],
             activities=[floor.run_tool],
             max_cached_workflows=cache,
         )
