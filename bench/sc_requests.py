@@ -11,7 +11,7 @@ fourth caller asks a bare child that waits on one signal (bench/floor.py): what 
 path costs by itself, so `ratio_child_to_bare` is what our request adds to it.
 Beside the totals, `phases` gives each step's median time after the decision (the request's
 workflow task and close, the caller hearing of it, its task, the activity), read from the
-histories (bench/request_phases.py), for the three side by side.
+histories (bench/request_phases.py), for the four side by side.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     bench.start_worker(floor_settings, "floor")
     for settings in callers.values():
         bench.start_worker(settings, "callers")
-    callers["bare"], clients["bare"] = callers["child"], bench.client  # the bare child runs on the floor's worker
+    # A bare child's caller runs beside the child callers; the bare child itself on the floor's worker.
+    callers["bare"], clients["bare"] = callers["child"], bench.client
 
     ids = {via: new_ids(f"req-{via}", count) for via in CALLERS}
     floor_ids = new_ids("req-floor", count)
@@ -72,7 +73,7 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         await bench.client.start_workflow(
             FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=floor_settings.task_queue
         )
-    await wait_pending(ours.approvals_db, 2 * count)
+    await wait_pending(ours.approvals_db, sum(len(ids[via]) for via in CALLERS if via != "bare"))
 
     store = ProjectionStore(ours.approvals_db)  # one open store, as a running UI holds it
     sent: dict[str, float] = {}
