@@ -4,8 +4,7 @@ at most once when it has side effects."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -106,8 +105,10 @@ class ToolActivities:
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
-        async with self._resolution_alongside(request):
-            return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin)
+        beside = ToolStartWrites()
+        if request.resolved is not None:  # off the tool's path: see ToolStartWrites
+            beside.add(lambda: self._write_resolution(request))
+        return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin, beside)
 
     @activity.defn(name=RUN_PYTHON_TOOL)
     async def run_python_tool(self, request: ToolRequest) -> ToolResult:
@@ -119,7 +120,7 @@ class ToolActivities:
         if found is None:
             return ToolResult(content=f"Error: this worker has no Python tool {tool.name!r}", is_error=True)
         entry = found[1]
-        return await self._once(request, tool, lambda r: run_python_tool(entry, r.arguments, activity.heartbeat))
+        return await self._once(request, tool, lambda r, beat: run_python_tool(entry, r.arguments, beat))
 
     @activity.defn(name=CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
@@ -141,9 +142,7 @@ class ToolActivities:
                     await self._projection.mark_execution(request.request_id, "failed")
                 return ToolResult(content=f"Error: not run: {err}", is_error=True)
             asker = Asker(request.conversation_id, request.request_id, tool, request.arguments)
-            return await self._once(
-                request, tool, lambda r: connection.call(tool, r.arguments, activity.heartbeat, asker)
-            )
+            return await self._once(request, tool, lambda r, beat: connection.call(tool, r.arguments, beat, asker))
 
     async def _write_resolution(self, request: ToolRequest) -> None:
         """An approved call carries its approval's resolution: mirrored before anything else, so
@@ -151,27 +150,31 @@ class ToolActivities:
         if request.resolved is not None:
             await self._projection.project_approval_resolved(request.resolved)
 
-    @contextlib.asynccontextmanager
-    async def _resolution_alongside(self, request: ToolRequest) -> AsyncIterator[None]:
-        """The same mirror, written while the ledger claims the call and the tool runs instead of
-        before them (it is off the tool's path), and awaited before the activity returns or fails,
-        whatever the tool did: a retry after a failed write finds the run in the ledger."""
-        writing = asyncio.create_task(self._write_resolution(request)) if request.resolved is not None else None
-        try:
-            yield
-        finally:
-            if writing is not None:
-                await writing
-
     def _elsewhere(self, request: ToolRequest) -> bool:
         """The request names another host (see workflows/tool_dispatch.py): nothing may run here."""
         return request.run_on is not None and request.run_on != self._host_queue
 
     async def _once(
-        self, request: ToolRequest, tool: ToolDef, run: Callable[[ToolRequest], Awaitable[ToolResult]]
+        self,
+        request: ToolRequest,
+        tool: ToolDef,
+        run: Callable[[ToolRequest, Callable[[], None]], Awaitable[ToolResult]],
+        beside: ToolStartWrites | None = None,
     ) -> ToolResult:
         """Run through the execution ledger when the tool has side effects: never twice."""
-        marking: asyncio.Task[None] | None = None
+        beside = beside or ToolStartWrites()
+        try:
+            return await self._once_beside(request, tool, run, beside)
+        finally:
+            await beside.finish()
+
+    async def _once_beside(
+        self,
+        request: ToolRequest,
+        tool: ToolDef,
+        run: Callable[[ToolRequest, Callable[[], None]], Awaitable[ToolResult]],
+        beside: ToolStartWrites,
+    ) -> ToolResult:
         if tool.at_most_once:
             attempt = activity.info().attempt
             # One transaction claims the request and counts the tool as started, right before it
@@ -187,13 +190,10 @@ class ToolActivities:
                 activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
                 return unknown_outcome_result(request.tool_name, request.arguments)
             # Shown while the tool runs; the read model only, so a failed write never fails the run.
-            marking = asyncio.create_task(self._mark_running(request.request_id))
+            beside.add(lambda: self._mark_running(request.request_id))
         activity.heartbeat()
-        try:
-            result = await run(request)
-        finally:
-            if marking is not None:
-                await marking
+        result = await run(request, beside.beat)
+        await beside.finish()  # "running" is written before the finished state can be
         TOOL_RUNS.labels(request.tool_name, _finished(result)).inc()
         if tool.at_most_once:
             await asyncio.gather(
@@ -208,7 +208,7 @@ class ToolActivities:
         except Exception as err:  # the finished state is written after the tool and corrects it
             activity.logger.warning("could not show %s as running: %s", request_id, err)
 
-    async def _run_builtin(self, request: ToolRequest) -> ToolResult:
+    async def _run_builtin(self, request: ToolRequest, beat: Callable[[], None]) -> ToolResult:
         kv = KvStore(request.kv)
         # Network is decided per call by the workflow from the policy's network rules; the
         # directory by the request's workspace key (the conversation's, or its parent's).
@@ -216,11 +216,11 @@ class ToolActivities:
         try:
             if request.tool_name == "write_file" and request.target_hash is not None:
                 path, data = request.arguments["path"], request.arguments["content"].encode()
-                written = await write_if_unchanged(workspace, path, data, request.target_hash, activity.heartbeat)
+                written = await write_if_unchanged(workspace, path, data, request.target_hash, beat)
                 await self._keep_previous(request, written.previous, data)
                 content = written.message
             else:
-                content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, activity.heartbeat)
+                content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, beat)
         except TargetChanged as err:
             activity.logger.warning("not running %s: %s", request.request_id, err)
             return ToolResult(content=f"Not run: {err}.", stale_target=err.now_hash)
@@ -248,6 +248,37 @@ class ToolActivities:
             await self._projection.keep_previous_content(kept, self._undo_retention)
         except Exception as err:  # the write happened: a lost undo copy must not turn it into a failure
             activity.logger.warning("could not keep what %s replaced: %s", request.request_id, err)
+
+
+class ToolStartWrites:
+    """Read-model writes that go beside a tool run (its approval's resolution, its "running" mark).
+    They start once the tool has started, at its first heartbeat, so they do not compete with its
+    launch, and are awaited before the activity returns or fails, whatever the tool did: a retry
+    after a failed write finds the run in the ledger. A tool that never beats has them at its end."""
+
+    def __init__(self) -> None:
+        self._waiting: list[Callable[[], Awaitable[None]]] = []
+        self._running: list[asyncio.Task[None]] = []
+
+    def add(self, write: Callable[[], Awaitable[None]]) -> None:
+        self._waiting.append(write)
+
+    def beat(self) -> None:
+        """The tool's heartbeat: the first one says it has started."""
+        self._start()
+        activity.heartbeat()
+
+    def _start(self) -> None:
+        self._running += [asyncio.ensure_future(write()) for write in self._waiting]
+        self._waiting.clear()
+
+    async def finish(self) -> None:
+        """Every write done; the first that failed raises."""
+        self._start()
+        running, self._running = self._running, []
+        failed = [out for out in await asyncio.gather(*running, return_exceptions=True) if out is not None]
+        if failed:
+            raise failed[0]
 
 
 def _no_beat() -> None:

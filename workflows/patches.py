@@ -29,11 +29,12 @@ EFFECT_PREVIEW = "effect-preview"  # asked calls previewed; a write bound to the
 UNDO_FILE_CHANGE = "undo-file-change"  # an approved write_file undone, as a request of its own
 PREVIEW_IN_WORKFLOW_TASK = "preview-in-workflow-task"  # a preview on the workflow's host is a local activity
 PATCH_CHECKS_BEFORE_ASKING = "patch-checks-before-asking"  # a decision's patches checked when it is asked
+STATUS_WITH_THE_TOOL_RESULT = "status-with-the-tool-result"  # search attributes follow a decision later
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those
 # land in the asking task instead of the decision's, off the path from a decision to the tool.
-CHECKED_WHEN_DECIDED = (RESOLUTION_WITH_THE_TOOL, TOOLS_EAGER_ON_HOST)
+CHECKED_WHEN_DECIDED = (RESOLUTION_WITH_THE_TOOL, TOOLS_EAGER_ON_HOST, STATUS_WITH_THE_TOOL_RESULT)
 
 ALL = (
     TOOL_CATALOG_ACTIVITY,
@@ -58,4 +59,5 @@ ALL = (
     UNDO_FILE_CHANGE,
     PREVIEW_IN_WORKFLOW_TASK,
     PATCH_CHECKS_BEFORE_ASKING,
+    STATUS_WITH_THE_TOOL_RESULT,
 )

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.status import StatusKeeper
 
 # An approved tool's activity writes the approval's resolution; before, an activity of its own did.
+# The status in Temporal follows with the tool's result (or soon after); before, with the decision.
 
 
 class ResolutionMirror:
@@ -30,8 +31,9 @@ class ResolutionMirror:
         self._written: set[str] = set()  # mirrored by their own activity
         self._carried: set[str] = set()  # handed to the approved tool's activity
 
-    def payload(self, record: ApprovalRecord) -> ApprovalResolvedProjection:
-        """The resolution and the conversation's status after it (made current in Temporal too)."""
+    def payload(self, record: ApprovalRecord, publish_later: bool = False) -> ApprovalResolvedProjection:
+        """The resolution and the conversation's status after it (made current in Temporal too, at
+        once or, with `publish_later`, by the next workflow task: see StatusKeeper.snapshot)."""
         pending = self._book.pending()
         after: TurnStatus = "awaiting_approval" if pending else ("closed" if self._is_closed() else "running")
         # A stale decision is a second resolution of its request: an event of its own.
@@ -39,7 +41,8 @@ class ResolutionMirror:
         event = self._status.event(
             "permission.resolved", key, {"request_id": record.request_id, "decision": record.resolution}
         )
-        return ApprovalResolvedProjection(approval=record, conversation=self._status.snapshot(after, pending, [event]))
+        conversation = self._status.snapshot(after, pending, [event], publish_later=publish_later)
+        return ApprovalResolvedProjection(approval=record, conversation=conversation)
 
     async def mirror(self, record: ApprovalRecord, locally: bool = False) -> None:
         """The request is resolved: write it, unless the approved tool carries it (`locally`: as a
@@ -60,4 +63,4 @@ class ResolutionMirror:
         if not workflow.patched(patches.RESOLUTION_WITH_THE_TOOL):
             return None
         self._carried.add(record.request_id)
-        return self.payload(record)
+        return self.payload(record, publish_later=workflow.patched(patches.STATUS_WITH_THE_TOOL_RESULT))

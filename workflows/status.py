@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -13,6 +15,9 @@ with workflow.unsafe.imports_passed_through():
 
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword("TurnStatus")
 PENDING_APPROVALS_KEY = SearchAttributeKey.for_int("PendingApprovals")
+# The most a decision's status may wait to be published when its tool runs at once (see
+# StatusKeeper.snapshot); a tool that ends sooner publishes it with its result.
+STATUS_CATCH_UP = timedelta(seconds=2)
 
 
 class StatusKeeper:
@@ -22,15 +27,28 @@ class StatusKeeper:
         self.turn_status: TurnStatus = "idle"
         self._pending = -1
         self._seq = 0
+        self._held: tuple[TurnStatus, int] | None = None  # not yet published (see snapshot)
+        self._publishing: asyncio.Future[None] | None = None
 
     def snapshot(
-        self, status: TurnStatus, pending: list[ApprovalRecord], events: list[ProjectionEvent]
+        self,
+        status: TurnStatus,
+        pending: list[ApprovalRecord],
+        events: list[ProjectionEvent],
+        *,
+        publish_later: bool = False,
     ) -> ConversationProjection:
-        """Make status current in Temporal and return it for the projection write."""
-        if (status, len(pending)) != (self.turn_status, self._pending):
-            workflow.upsert_search_attributes(
-                [TURN_STATUS_KEY.value_set(status), PENDING_APPROVALS_KEY.value_set(len(pending))]
-            )
+        """Make status current in Temporal and return it for the projection write.
+
+        `publish_later`: the search attributes wait for the next workflow task (`catch_up`), at
+        most STATUS_CATCH_UP. A decision whose tool starts in the same task uses it: an update of
+        search attributes in that task costs the server a visibility write before it hands the
+        tool to the worker, and the read model shows the decision at once anyway."""
+        if (status, len(pending)) != (self.turn_status, self._pending) or self._held is not None:
+            if publish_later:
+                self._hold(status, len(pending))
+            else:
+                self._publish(status, len(pending))
         self.turn_status, self._pending = status, len(pending)
         workflow.set_current_details(_details(status, pending))
         self._seq += 1
@@ -44,6 +62,29 @@ class StatusKeeper:
             events=events,
             parent_id=self._parent_id,
         )
+
+    def catch_up(self) -> None:
+        """Publish a status held back by `snapshot(publish_later=True)`, if one is."""
+        if self._held is not None:
+            self._publish(*self._held)
+
+    def _publish(self, status: TurnStatus, pending: int) -> None:
+        self._held = None
+        workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(status), PENDING_APPROVALS_KEY.value_set(pending)])
+
+    def _hold(self, status: TurnStatus, pending: int) -> None:
+        waiting = self._held is not None
+        self._held = (status, pending)
+        if not waiting:
+            self._publishing = asyncio.ensure_future(self._catch_up_in_time())
+
+    async def _catch_up_in_time(self) -> None:
+        try:
+            await workflow.wait_condition(
+                lambda: self._held is None, timeout=STATUS_CATCH_UP, timeout_summary="publish the turn's status"
+            )
+        except TimeoutError:
+            self.catch_up()
 
     def event(self, event_type: str, key: str, payload: dict[str, Any] | None = None) -> ProjectionEvent:
         return ProjectionEvent(

@@ -377,6 +377,7 @@ class ToolRunner:
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
                 if resolved is not None:  # its activity may have failed before writing it
                     await calls.project(resolved)
+        ctx.status.catch_up()  # a decision's status, held while its tool started (workflows/status.py)
         if result.kv is not None:
             ctx.set_kv(result.kv)
         return result

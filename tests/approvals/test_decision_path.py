@@ -1,11 +1,16 @@
 """What a decision costs in history: the door's `decide` update is taken in one workflow task that
-records the status and schedules the approved tool, and nothing else (the patches a decided call
-checks were checked, and their markers recorded, when it was asked)."""
+schedules the approved tool, and nothing else (the patches a decided call checks were checked,
+and their markers recorded, when it was asked). The turn's status in Temporal follows with the
+tool's result, or within STATUS_CATCH_UP of the decision while a long tool runs."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
+
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 
 from config.settings import Settings
 from core.models import DecisionInput
@@ -16,6 +21,7 @@ from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows import patches
 from workflows.activity_calls import EXECUTE_TOOL
+from workflows.status import STATUS_CATCH_UP, TURN_STATUS_KEY
 
 
 async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
@@ -47,8 +53,13 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
         "EVENT_TYPE_WORKFLOW_TASK_COMPLETED",
         "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
         "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED",
-        "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES",  # the turn's status: running again
     ]
+    # The turn's status ("running", no approval pending) is published by the task of the tool's result.
+    tool_done = kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, scheduled)
+    next_task_done = kinds.index(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, tool_done)
+    first_after = next(entry for entry in published_statuses(history) if entry[0] > decided)
+    assert first_after[1:] == ("running", 0)
+    assert next_task_done < first_after[0] < kinds.index(EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, next_task_done)
     asked_markers = [
         event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data.decode()
         for event in history.events[:decided]
@@ -60,3 +71,43 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
     assert (workspace_of(settings, cid) / "notes.txt").read_text() == "hello"
     resolved = approval_row(settings.approvals_db, row["request_id"])
     assert (resolved["decision"], resolved["execution_state"]) == ("allow", "done")
+
+
+async def test_a_long_tool_has_its_status_published_while_it_runs(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    seconds = STATUS_CATCH_UP.total_seconds() + 2
+    model.behaviour = calls_then_summary(("call_1", "run_shell", {"command": f"sleep {seconds:g}; echo slept"}))
+    async with build_worker(client, settings):
+        started = await start_and_wait(client, settings, "sleep a while", histories, pending=1)
+        cid, [row] = started.conversation_id, started.pending
+        handle = client.get_workflow_handle(cid)
+        assert (await handle.describe()).typed_search_attributes.get(TURN_STATUS_KEY) == "awaiting_approval"
+        decided_at = time.monotonic()
+        await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
+        while (await handle.describe()).typed_search_attributes.get(TURN_STATUS_KEY) != "running":
+            assert time.monotonic() - decided_at < seconds - 0.5, "the status waited for the tool's end"
+            await asyncio.sleep(0.1)
+        assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "running"
+        await wait_status(client, cid, "idle")
+        history = await handle.fetch_history()
+
+    kinds = [event.event_type for event in history.events]
+    decided = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    fired = kinds.index(EventType.EVENT_TYPE_TIMER_FIRED, decided)  # the catch-up, not the tool's end
+    assert fired < kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, decided)
+    after = [entry[1:] for entry in published_statuses(history) if entry[0] > decided]
+    assert after[:2] == [("running", 0), ("idle", 0)]  # once each: the tool's end publishes nothing more
+
+
+def published_statuses(history: WorkflowHistory) -> list[tuple[int, str, int]]:
+    """(event index, TurnStatus, PendingApprovals) of every search attribute update that sets the status."""
+    found = []
+    for i, event in enumerate(history.events):
+        if event.event_type != EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+            continue
+        fields = event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        if "TurnStatus" in fields:
+            status = json.loads(fields["TurnStatus"].data)
+            found.append((i, status, json.loads(fields["PendingApprovals"].data)))
+    return found
