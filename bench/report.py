@@ -30,6 +30,11 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None, baseline: dict[str,
         " measured decided by a signal, and by an update (the last rows: ours over that floor).",
         "",
     ]
+    if "quiet_ms" in s:
+        out[-2] += (
+            " While one is timed the bench waits without reading anything: the floor by a long poll on its"
+            f" result, ours for {s['quiet_ms']} ms before it reads the read model for the turn's end."
+        )
     keys = ("p50_ms", "p90_ms", "p99_ms", "n")
     groups = [
         ("ours, projection on SQLite", "ours", "ratio", "ours (SQLite) / floor"),
