@@ -211,18 +211,6 @@ async def project_resolution_locally(payload: ApprovalResolvedProjection) -> Non
     )
 
 
-async def project_locally(payload: ConversationProjection) -> None:
-    """A conversation's status written by a local activity, within the workflow task that set it: a
-    turn's start and end cost no activity task and no workflow task of their own."""
-    await workflow.execute_local_activity(
-        PROJECT_CONVERSATION,
-        payload,
-        start_to_close_timeout=PROJECTION_TIMEOUT,
-        retry_policy=PROJECTION_RETRY,
-        summary=f"projection: {payload.turn_status}",
-    )
-
-
 async def project_approval_changed(record: ApprovalRecord, what: str) -> None:
     """A pending request's new deadline or approvers, for the doors that read the projection."""
     await workflow.execute_activity(

@@ -179,9 +179,7 @@ class ConversationWorkflow(DecisionHandlers):
         turn_id = self._turn_id = f"turn_{self._turn_count}"
         self._last_error = None
         self._messages.append(ChatMessage(role="user", content=text))
-        locally = workflow.patched(patches.TURN_STATUS_LOCAL)  # the turn's start and end, in their own tasks
-        started = {"text": text}
-        await self._status.set("running", [], event="turn.started", key=turn_id, payload=started, locally=locally)
+        await self._status.set("running", [], event="turn.started", key=turn_id, payload={"text": text})
         await self._tools.list_catalog(turn_id)
         for _ in range(MAX_MODEL_STEPS_PER_TURN):
             answer = await self._ask_model(turn_id)
@@ -190,7 +188,7 @@ class ConversationWorkflow(DecisionHandlers):
             reply = self._tools.normalise_ids(answer)
             self._messages.append(reply)
             if not reply.tool_calls:
-                await self._status.set("idle", [], event="turn.completed", key=turn_id, locally=locally)
+                await self._status.set("idle", [], event="turn.completed", key=turn_id)
                 return
             await self._tools.run_all(turn_id, reply.tool_calls)
             if self._closed:

@@ -30,7 +30,6 @@ UNDO_FILE_CHANGE = "undo-file-change"  # an approved write_file undone, as a req
 PREVIEW_IN_WORKFLOW_TASK = "preview-in-workflow-task"  # a preview on the workflow's host is a local activity
 PATCH_CHECKS_BEFORE_ASKING = "patch-checks-before-asking"  # a decision's patches checked when it is asked
 STATUS_WITH_THE_TOOL_RESULT = "status-with-the-tool-result"  # search attributes follow a decision later
-TURN_STATUS_LOCAL = "turn-status-local"  # a turn's start and end written by a local activity
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those
@@ -61,5 +60,4 @@ ALL = (
     PREVIEW_IN_WORKFLOW_TASK,
     PATCH_CHECKS_BEFORE_ASKING,
     STATUS_WITH_THE_TOOL_RESULT,
-    TURN_STATUS_LOCAL,
 )

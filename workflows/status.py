@@ -102,11 +102,8 @@ class StatusKeeper:
         event: str,
         key: str,
         payload: dict[str, Any] | None = None,
-        locally: bool = False,
     ) -> None:
-        """Write the status to the read model; `locally`: by a local activity, within this workflow task."""
-        snapshot = self.snapshot(status, pending, [self.event(event, key, payload)])
-        await (calls.project_locally(snapshot) if locally else calls.project(snapshot))
+        await calls.project(self.snapshot(status, pending, [self.event(event, key, payload)]))
 
 
 def _details(status: TurnStatus, pending: list[ApprovalRecord]) -> str:

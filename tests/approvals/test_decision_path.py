@@ -16,7 +16,7 @@ from config.settings import Settings
 from core.models import DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, start_and_wait, wait_status, workspace_of
+from tests.helpers import approval_row, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows import patches
@@ -111,51 +111,3 @@ def published_statuses(history: WorkflowHistory) -> list[tuple[int, str, int]]:
             status = json.loads(fields["TurnStatus"].data)
             found.append((i, status, json.loads(fields["PendingApprovals"].data)))
     return found
-
-
-async def test_a_turn_after_a_decision_costs_three_workflow_tasks_and_two_activities(
-    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
-) -> None:
-    model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "notes.txt", "content": "hello"}))
-    async with build_worker(client, settings):
-        started = await start_and_wait(client, settings, "write hello to notes.txt", histories, pending=1)
-        cid, [row] = started.conversation_id, started.pending
-        await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
-        await wait_status(client, cid, "idle")
-        history = await eventually(lambda: turn_written(client, cid))
-
-    events = history.events
-    decided = next(
-        i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
-    )
-    after = events[decided - 1 :]  # from the completion of the task that took the decision
-    tasks = [EventType.Name(e.event_type) for e in after if e.event_type in TASK_EVENTS]
-    activities = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in after
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
-    tail = [EventType.Name(e.event_type) for e in after]
-    assert activities == [EXECUTE_TOOL, "call_llm"], tail  # the turn's end is written by a local activity
-    # Three workflow tasks, and one more only if the tool outlived the status's catch-up (a loaded machine).
-    caught_up = sum(1 for e in after if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED)
-    assert tasks.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED") == 3 + caught_up, tail
-    local = [e for e in after if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
-    assert [e.marker_recorded_event_attributes.marker_name for e in local] == ["core_local_activity"]
-    # What the inbox reads: the turn ended.
-    sql = "SELECT turn_status, pending_count FROM ui_conversations WHERE conversation_id = ?"
-    assert rows(settings.approvals_db, sql, cid) == [{"turn_status": "idle", "pending_count": 0}]
-
-
-async def turn_written(client: Client, conversation_id: str) -> WorkflowHistory | None:
-    """The history once the turn's end is written: the model's last call done, then the local
-    activity's marker, and no workflow task in flight."""
-    history = await client.get_workflow_handle(conversation_id).fetch_history()
-    kinds = [event.event_type for event in history.events]
-    answered = max(i for i, kind in enumerate(kinds) if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
-    in_flight = kinds[-1] in (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
-    written = EventType.EVENT_TYPE_MARKER_RECORDED in kinds[answered:]
-    return history if written and not in_flight else None
-
-
-TASK_EVENTS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
