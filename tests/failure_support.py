@@ -24,6 +24,7 @@ from tests.conftest import HISTORY_DIR
 from tests.helpers import Db, eventually, pending_rows, rows
 from tests.processes import WorkerProcess, process_env
 from tests.scripts import Behaviour, first_user_text
+from worker import WORKFLOW_RUNNER
 from workflows.conversation import ConversationWorkflow
 
 
@@ -122,7 +123,8 @@ async def projection_catches_up(client: Client, db: Db, conversation_id: str) ->
 async def replay_recorded(client: Client, conversation_ids: list[str], label: str) -> int:
     """Save and replay every run of the given conversations; returns how many runs replayed."""
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter)
+    converter = client.data_converter
+    replayer = Replayer(workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER, data_converter=converter)
     replayed = 0
     for conversation_id in conversation_ids:
         async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):

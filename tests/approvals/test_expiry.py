@@ -14,7 +14,7 @@ from core.models import QUERY_GET_STATE, ConversationState
 from doors.control import start_conversation
 from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
-from worker import build_worker
+from worker import WORKFLOW_RUNNER, build_worker
 from workflows.conversation import ConversationWorkflow
 
 
@@ -51,4 +51,6 @@ async def test_unanswered_request_expires_as_denial_and_the_model_is_told(
     [result] = tool_messages(state)
     assert "expired" in result and "counts as a denial" in result
     assert "expired" in str(model.requests[-1]["messages"][-1]["content"])
-    await Replayer(workflows=[ConversationWorkflow], data_converter=client.data_converter).replay_workflow(history)
+    converter = client.data_converter
+    replayer = Replayer(workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER, data_converter=converter)
+    await replayer.replay_workflow(history)
