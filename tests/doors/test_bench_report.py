@@ -1,10 +1,13 @@
-"""The request-latency table shows the bare child beside ours and the floor, from results.json."""
+"""The request-latency table shows the bare child beside ours and the floor, from results.json;
+the latency section says how the bench waited while it timed ours."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from bench.report import _request_latency
+from bench.report import _latency, _request_latency
 
 
 def _times(p50: float) -> dict[str, float]:
@@ -48,3 +51,13 @@ def test_the_bare_child_gets_its_row_its_ratio_and_its_phase_column() -> None:
     del results["bare"], results["phases"]["bare"]
     older = "\n".join(_request_latency(results))
     assert "| bare child" not in older and "| step | child | Nexus | floor |" in older
+
+
+def test_the_latency_section_says_how_long_the_bench_stayed_quiet_when_the_run_recorded_it() -> None:
+    results = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results.json").read_text())
+    latency = dict(results["scenarios"]["latency"])
+    latency["quiet_ms"] = 250
+    page = "\n".join(_latency(latency, None))
+    assert "ours for 250 ms before it reads the read model" in page
+    del latency["quiet_ms"]  # a run from before the quiet wait renders as it did
+    assert "before it reads the read model" not in "\n".join(_latency(latency, None))
