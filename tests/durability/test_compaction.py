@@ -18,6 +18,7 @@ from tests.conftest import HistoryRecorder
 from tests.helpers import (
     TURN_EVENTS,
     archived,
+    eventually,
     full_transcript,
     new_workspace,
     rows,
@@ -154,7 +155,13 @@ async def test_a_short_conversation_compacts_twice_and_keeps_its_latest_turn_who
         await wait_status(client, cid, "idle")
         for n in range(2, 7):
             await send_message(client, cid, f"note {n}")
-            state = await wait_status(client, cid, "idle")
+            await wait_status(client, cid, "idle")
+
+        async def six_turns_written() -> bool:  # an idle state may be the last turn's, not the sixth's
+            return [r["event_type"] for r in rows(db, TURN_EVENTS, cid)].count("turn.completed") == 6
+
+        await eventually(six_turns_written)
+        state = await wait_status(client, cid, "idle")
 
     events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
     assert events.count("conversation.compacted") >= 2 and events.count("turn.completed") == 6
