@@ -235,6 +235,47 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def session_of(pid: str) -> int | None:
+    """A process's session id (the pid of the child `start_new_session` made its leader)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[3])
+
+
+def left_in_sessions(leaders: list[int]) -> list[int]:
+    """Every process still alive in the sessions of these children: their own children included."""
+    return [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and session_of(pid) in leaders]
+
+
+def of_run(pid: int, children: list[int], data_dir: Path) -> bool:
+    """A process that run_local.py started, or one started on its data directory."""
+    with contextlib.suppress(OSError):
+        if str(data_dir).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return True
+    return session_of(str(pid)) in children
+
+
+def listeners(port: int) -> list[int]:
+    """The pids holding a listening TCP socket on this port (by /proc, so a probe can never connect
+    to itself, and a server another test started later on a freed port is told apart by its pid)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    owners = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        owners.add(int(pid))
+    return sorted(owners)
+
+
 @pytest.mark.parametrize("moment", ["temporal started", "ui started", "ui port open", "worker ready"])
 def test_ctrl_c_while_starting_leaves_no_child_running(tmp_path: Path, runs: list[LocalRun], moment: str) -> None:
     """Ctrl-C at any moment of the start-up: every child it started is gone and every port is free."""
@@ -250,9 +291,11 @@ def test_ctrl_c_while_starting_leaves_no_child_running(tmp_path: Path, runs: lis
     until(lambda: all_gone(pids), timeout=30)
     assert code in (0, 1), "\n".join(run.lines)
     assert run.lines[-1].startswith("Stopped"), "\n".join(run.lines)
-    # Nothing listens on any of its ports any more. (Binding them would be a flaky check: once freed,
-    # a port in the ephemeral range may be taken as the local end of any process's connection.)
-    busy = [f"{name} {port}" for name, port in ports.items() if listening(port)]
+    assert not left_in_sessions(pids), "a child's own child outlived run_local.py"
+    # Nothing of this run listens on any of its ports any more. (A connect probe or a bind would be
+    # a flaky check: once freed, a port may be taken by another test's server, or as the local end of
+    # any connection, the probe's own included.)
+    busy = [f"{name} {port}" for name, port in ports.items() if any(of_run(p, pids, tmp_path) for p in listeners(port))]
     assert not busy, f"still listening after Ctrl-C: {busy}"
 
 
