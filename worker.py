@@ -15,7 +15,6 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.approved_effects import ApprovedEffectActivities
 from activities.hosts import HostActivities
@@ -32,6 +31,7 @@ from activities.tools import ToolActivities
 from activities.workspaces import SHARED_DIR, adopt_shared_files
 from config.settings import Settings
 from config.telemetry import setup_tracing, shutdown_tracing
+from config.workflow_sandbox import WORKFLOW_RUNNER
 from core.wire_model import build_deferred_models
 from maintenance.failure_watch import FailureWatch
 from payload_store.connection import connect
@@ -42,13 +42,6 @@ from workflows.nexus_handler import ApprovalsNexusHandler
 
 # Every workflow type this service runs (the replay tests replay histories of each).
 WORKFLOWS = [ConversationWorkflow, ApprovalRequestWorkflow]
-# The sandbox they run in, the replayers' too. Their own package is passed through rather than
-# loaded again for every workflow run: its modules hold constants and classes only (their state
-# lives in each workflow's instance), and the reload was 8% of a restarted worker's CPU while it
-# took over 1,000 waiting conversations (bench recovery, profiled).
-WORKFLOW_RUNNER = SandboxedWorkflowRunner(
-    restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")
-)
 # Whatever imports the workflows runs or replays them: their wire types are built here, not in an activation.
 build_deferred_models()
 
