@@ -1,12 +1,13 @@
 """Large payloads out of the event history, with the SDK's External Storage.
 
 `data_converter(settings)` is the one converter the worker, the CLI, the UI, the tests' replayer
-and the bench use: the pydantic converter, plus External Storage that puts every payload of at
-least PAYLOAD_STORE_THRESHOLD bytes in the payload store and leaves a small reference in the
-history. A reader needs the same store as the writer, so every process builds it from the same
-settings. Payloads are written content-addressed (content_driver: each message or tool result
-once); the drivers of earlier releases (a whole payload per file or object) stay registered as
-readers, so every history written before still resolves.
+and the bench use: the pydantic converter (its adapters built once per process, converter.py),
+plus External Storage that puts every payload of at least PAYLOAD_STORE_THRESHOLD bytes in the
+payload store and leaves a small reference in the history. A reader needs the same store as the
+writer, so every process builds it from the same settings. Payloads are written content-addressed
+(content_driver: each message or tool result once); the drivers of earlier releases (a whole
+payload per file or object) stay registered as readers, so every history written before still
+resolves.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from temporalio.converter import DataConverter, ExternalStorage, StorageDriver, 
 from config.settings import ConfigError, Settings
 from payload_store.blob_files import LocalBlobFiles
 from payload_store.content_driver import LOCAL_DRIVER_NAME, S3_DRIVER_NAME, ContentAddressedDriver
+from payload_store.converter import SharedAdaptersPayloadConverter
 from payload_store.local import LocalFileDriver, PayloadStoreError
 
 __all__ = ["LocalFileDriver", "PayloadStoreError", "data_converter", "external_storage"]
@@ -63,4 +65,8 @@ def local_drivers(root: Path) -> list[StorageDriver]:
 
 def data_converter(settings: Settings | None = None) -> DataConverter:
     settings = settings or Settings()
-    return dataclasses.replace(pydantic_data_converter, external_storage=external_storage(settings))
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_converter_class=SharedAdaptersPayloadConverter,
+        external_storage=external_storage(settings),
+    )
