@@ -17,6 +17,7 @@ from bench.floor import BareRequestWorkflow, FloorActivities, FloorWorkflow
 from bench.request_callers import RequestCaller
 from config.settings import Settings
 from config.telemetry import setup_tracing
+from config.workflow_sandbox import WORKFLOW_RUNNER
 from payload_store.connection import connect
 from worker import HostWorker, build_worker, metrics_options
 
@@ -39,6 +40,7 @@ async def main(kind: str, cache: int) -> None:
             workflows=[FloorWorkflow, BareRequestWorkflow] if kind == "floor" else [RequestCaller],
             activities=[floor.run_tool],
             max_cached_workflows=cache,
+            workflow_runner=WORKFLOW_RUNNER,  # the sandbox ours runs in: the ratio is our bookkeeping
         )
     async with worker:
         print("ready", flush=True)
