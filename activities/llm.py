@@ -203,6 +203,15 @@ class ModelEndpoint:
         return True
 
 
+def load_client_library() -> None:
+    """The model's client library, loaded by the worker before it polls. Loaded by the first model
+    call instead, its import (about 0.4 s, longer on busy cores) held the event loop of a worker that
+    had just taken over waiting conversations, and every workflow task and heartbeat of the process
+    waited behind it. The client itself is still made by the first call (ModelEndpoint._client)."""
+    import activities.llm_errors
+    import activities.llm_stream  # noqa: F401  # both import openai and its chat types
+
+
 class LlmActivities:
     def __init__(
         self,
@@ -217,6 +226,7 @@ class LlmActivities:
     ) -> None:
         self.endpoint = ModelEndpoint(base_url, api_key, model, timeout=timeout, max_tokens=max_tokens, stream=stream)
         self._deltas = deltas
+        load_client_library()
 
     def _publisher(self, request: LlmRequest) -> DeltaPublisher | None:
         """Only a reply streams to people; a compaction's summary is no message of the conversation."""
