@@ -12,7 +12,9 @@ conversation's own code, half of it compiling. The runner here:
   commands and build plain values (no import, no I/O, nothing the restrictions guard), so applying
   the restrictions around them protects nothing.
 
-Activations still run inside the restrictions, exactly as the SDK runs them.
+Activations still run inside the restrictions, exactly as the SDK runs them. This leans on the
+sandbox's internals of the temporalio release pinned in pyproject.toml;
+tests/durability/test_workflow_sandbox.py checks the contexts against the SDK's own runner.
 
 The workflows' own package is passed through rather than loaded again for every workflow run: its
 modules hold constants and classes only (their state lives in each workflow's instance), and the
