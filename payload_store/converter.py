@@ -1,13 +1,15 @@
-"""The payload converter every process uses: the SDK's pydantic converter, with one cache of
-pydantic TypeAdapters per process instead of one per converter.
+"""The payload converter every process uses: the SDK's pydantic converter, with its converters and
+their pydantic TypeAdapters made once per process instead of once per converter.
 
-The SDK makes a new payload converter for every workflow run and for every activity task (each
-with its own serialization context), and each starts with an empty cache: the first payload of a
-type in it builds that type's TypeAdapter again. A conversation's decision, for one, decoded its
-DecisionInput through an adapter built for that one decision, 18% of the decision's activation in
-a profile. The adapters hold only a type's schema, validator and serializer; the types they are
-built for are the workflows' and activities' own (passed through the sandbox), so sharing them
-changes no payload and no value.
+The SDK makes a new payload converter for every workflow run, every activity task, and again for
+every payload of a workflow task's completion that goes through External Storage (a data converter
+copied with the payload's storage context). Each new pydantic converter built its own JSON
+converter with an empty adapter cache: the first payload of a type in it built that type's
+TypeAdapter again (a conversation's decision built its DecisionInput adapter for that one decision,
+18% of the decision's activation in a profile), and the constructions alone were 5% of a worker's
+busy CPU while it took over 1,000 waiting conversations. The encoding converters hold no state but
+the adapters, each only a type's schema, validator and serializer, built for the workflows' and
+activities' own types (passed through the sandbox): sharing them changes no payload and no value.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ from typing import Any
 
 from pydantic import TypeAdapter
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter, PydanticPayloadConverter
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DefaultPayloadConverter,
+    EncodingPayloadConverter,
+    JSONPlainPayloadConverter,
+)
 
 MAX_SHARED_ADAPTERS = 1024  # the SDK's own bound per converter
 
@@ -25,11 +33,19 @@ shared_type_adapter: functools._lru_cache_wrapper[TypeAdapter[Any]] = functools.
 )
 
 
+@functools.cache
+def encoding_converters() -> tuple[EncodingPayloadConverter, ...]:
+    """The SDK's default encodings in their order, JSON by pydantic (as PydanticPayloadConverter
+    has them), made once."""
+    json = PydanticJSONPlainPayloadConverter()
+    json._type_adapter = shared_type_adapter
+    defaults = DefaultPayloadConverter.default_encoding_payload_converters
+    return tuple(json if isinstance(c, JSONPlainPayloadConverter) else c for c in defaults)
+
+
 class SharedAdaptersPayloadConverter(PydanticPayloadConverter):
-    """PydanticPayloadConverter whose JSON converter builds each type's adapter once per process."""
+    """The pydantic payload converter, made from the process's one set of encoding converters. A
+    PydanticPayloadConverter still, so Pydantic AI's Temporal plugin keeps it as it is."""
 
     def __init__(self) -> None:
-        super().__init__()
-        for converter in self.converters.values():
-            if isinstance(converter, PydanticJSONPlainPayloadConverter):
-                converter._type_adapter = shared_type_adapter
+        CompositePayloadConverter.__init__(self, *encoding_converters())

@@ -3,13 +3,16 @@ adapter built once per process however many converters the SDK makes."""
 
 from __future__ import annotations
 
+import warnings
+
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import WorkflowSerializationContext
 
 from config.settings import Settings
 from core.models import DecisionInput, ToolResult
 from payload_store import data_converter
-from payload_store.converter import shared_type_adapter
+from payload_store.converter import SharedAdaptersPayloadConverter, shared_type_adapter
 
 
 def test_a_new_converter_decodes_with_the_adapter_an_earlier_one_built(tmp_path: object) -> None:
@@ -38,3 +41,12 @@ def test_payloads_are_the_sdk_pydantic_converters_bytes_for_bytes(tmp_path: obje
     ):
         assert ours.to_payload(value) == theirs.to_payload(value)
         assert ours.from_payload(theirs.to_payload(value), type(value)) == value
+
+
+def test_pydantic_ais_plugin_keeps_it_without_a_warning(tmp_path: object) -> None:
+    """An agent's team puts Pydantic AI's plugin on a client with our converter (tests/agents)."""
+    converter = data_converter(Settings(payload_store=str(tmp_path)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept = PydanticAIPlugin().configure_client({"data_converter": converter})["data_converter"]  # type: ignore[typeddict-item]
+    assert kept.payload_converter_class is SharedAdaptersPayloadConverter
