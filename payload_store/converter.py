@@ -45,7 +45,8 @@ def encoding_converters() -> tuple[EncodingPayloadConverter, ...]:
 
 class SharedAdaptersPayloadConverter(PydanticPayloadConverter):
     """The pydantic payload converter, made from the process's one set of encoding converters. A
-    PydanticPayloadConverter still, so Pydantic AI's Temporal plugin keeps it as it is."""
+    PydanticPayloadConverter still, so Pydantic AI's Temporal plugin keeps it without a warning; an
+    agent's own worker connects as docs/agents-pydantic-ai.md says, and gets the plugin's own."""
 
     def __init__(self) -> None:
         CompositePayloadConverter.__init__(self, *encoding_converters())

@@ -3,6 +3,7 @@ workflow start, and the `pending` cards the agent's requests show as."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from typing import Any
 
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.worker import Worker
 
 from config.settings import Settings
@@ -47,8 +49,13 @@ async def agent_worker(client: Client, *workflows: type) -> AsyncIterator[tuple[
 
 
 def agents_client(client: Client) -> Client:
-    """The client the agent's team connects with: Pydantic AI's plugin on the same server."""
+    """The client the agent's team connects with: Pydantic AI's plugin on the same server, with the
+    SDK's pydantic payload converter as docs/agents-pydantic-ai.md connects (the plugin puts its own
+    in its place) and the same payload store."""
     config = client.config()
+    config["data_converter"] = dataclasses.replace(
+        config["data_converter"], payload_converter_class=PydanticPayloadConverter
+    )
     config["plugins"] = [PydanticAIPlugin()]
     return Client(**config)
 
