@@ -14,7 +14,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.converter import DataConverter
+from temporalio.worker import Replayer, Worker
 
 from activities.approved_effects import ApprovedEffectActivities
 from activities.hosts import HostActivities
@@ -42,6 +43,13 @@ from workflows.nexus_handler import ApprovalsNexusHandler
 
 # Every workflow type this service runs (the replay tests replay histories of each).
 WORKFLOWS = [ConversationWorkflow, ApprovalRequestWorkflow]
+
+
+def replayer(data_converter: DataConverter) -> Replayer:
+    """A replayer of this service's workflows in the sandbox its workers run them in."""
+    return Replayer(workflows=WORKFLOWS, workflow_runner=WORKFLOW_RUNNER, data_converter=data_converter)
+
+
 # Whatever imports the workflows runs or replays them: their wire types are built here, not in an activation.
 build_deferred_models()
 

@@ -21,7 +21,6 @@ from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
 
 from activities.llm import ModelEndpoint
 from config.settings import Settings
@@ -32,7 +31,7 @@ from tests.leftovers import check_session_end, mark_this_run
 from tests.postgres import PostgresServer, database_for
 from tests.run_order import longest_first
 from tests.scripts import ScriptedModel
-from worker import WORKFLOW_RUNNER, WORKFLOWS
+from worker import replayer
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 mark_this_run()  # at import, before any fixture starts a process: every process inherits it
@@ -229,5 +228,4 @@ async def save_and_replay(client: Client, history: WorkflowHistory, name: str) -
     """Keep a test's history under build/histories (to commit as a release's) and replay it now."""
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
     (HISTORY_DIR / f"{name}.json".replace("/", "_")).write_text(json.dumps(history.to_json_dict()))
-    replayer = Replayer(workflows=WORKFLOWS, workflow_runner=WORKFLOW_RUNNER, data_converter=client.data_converter)
-    await replayer.replay_workflow(history)
+    await replayer(client.data_converter).replay_workflow(history)

@@ -15,7 +15,6 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.service import RPCError
-from temporalio.worker import Replayer
 
 from config.settings import Settings
 from core.models import ConversationState
@@ -24,8 +23,7 @@ from tests.conftest import HISTORY_DIR
 from tests.helpers import Db, eventually, pending_rows, rows
 from tests.processes import WorkerProcess, process_env
 from tests.scripts import Behaviour, first_user_text
-from worker import WORKFLOW_RUNNER
-from workflows.conversation import ConversationWorkflow
+from worker import replayer
 
 
 def address_of(client: Client) -> str:
@@ -123,8 +121,7 @@ async def projection_catches_up(client: Client, db: Db, conversation_id: str) ->
 async def replay_recorded(client: Client, conversation_ids: list[str], label: str) -> int:
     """Save and replay every run of the given conversations; returns how many runs replayed."""
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    converter = client.data_converter
-    replayer = Replayer(workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER, data_converter=converter)
+    replaying = replayer(client.data_converter)
     replayed = 0
     for conversation_id in conversation_ids:
         async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
@@ -132,6 +129,6 @@ async def replay_recorded(client: Client, conversation_ids: list[str], label: st
             history = await handle.fetch_history()
             name = f"{label}-{execution.id}-{execution.run_id}.json"
             (HISTORY_DIR / name).write_text(json.dumps(history.to_json_dict()))
-            await replayer.replay_workflow(history)
+            await replaying.replay_workflow(history)
             replayed += 1
     return replayed

@@ -7,15 +7,13 @@ from pathlib import Path
 
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
 
 from config.settings import Settings
 from core.models import QUERY_GET_STATE, ConversationState
 from doors.control import start_conversation
 from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
-from worker import WORKFLOW_RUNNER, build_worker
-from workflows.conversation import ConversationWorkflow
+from worker import build_worker, replayer
 
 
 async def test_unanswered_request_expires_as_denial_and_the_model_is_told(
@@ -51,6 +49,4 @@ async def test_unanswered_request_expires_as_denial_and_the_model_is_told(
     [result] = tool_messages(state)
     assert "expired" in result and "counts as a denial" in result
     assert "expired" in str(model.requests[-1]["messages"][-1]["content"])
-    converter = client.data_converter
-    replayer = Replayer(workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER, data_converter=converter)
-    await replayer.replay_workflow(history)
+    await replayer(client.data_converter).replay_workflow(history)

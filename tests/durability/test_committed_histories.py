@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
 
 from config.settings import Settings
 from payload_store import data_converter
 from payload_store.history import references
-from worker import WORKFLOW_RUNNER, WORKFLOWS
+from worker import replayer
 
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
 # The payload store the histories with references were recorded against (read only here).
@@ -32,8 +31,7 @@ def test_the_previous_release_left_histories_to_replay() -> None:
 async def test_committed_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     converter = data_converter(Settings(payload_store=str(PAYLOADS)))
-    replayer = Replayer(workflows=WORKFLOWS, workflow_runner=WORKFLOW_RUNNER, data_converter=converter)
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer(converter).replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"
 
 

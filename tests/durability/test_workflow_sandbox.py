@@ -18,14 +18,14 @@ from temporalio.converter import (
     WithSerializationContext,
     WorkflowSerializationContext,
 )
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from config.settings import Settings
 from config.workflow_sandbox import WORKFLOW_RUNNER, compiled
 from payload_store import data_converter
 from tests.context_probe import ECHO, ContextProbe, echo
-from worker import WORKFLOWS
+from worker import replayer
 
 HISTORIES = Path(__file__).parent.parent / "histories"
 
@@ -33,8 +33,7 @@ HISTORIES = Path(__file__).parent.parent / "histories"
 async def replay(name: str) -> None:
     history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
     converter = data_converter(Settings(payload_store=str(HISTORIES / "payloads")))
-    replayer = Replayer(workflows=WORKFLOWS, workflow_runner=WORKFLOW_RUNNER, data_converter=converter)
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer(converter).replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
 
 
