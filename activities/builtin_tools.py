@@ -42,7 +42,9 @@ Heartbeat = Callable[[], None]
 async def run_shell(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Heartbeat) -> str:
     """Runs in the sandbox; raises SandboxUnavailable (the command never runs) when none starts."""
     argv = ["/bin/sh", "-c", args["command"]]
-    done = await run_sandboxed(argv, ws.root, ws.sandbox, beat, SHELL_TIMEOUT_SECONDS, merge_stderr=True)
+    done = await run_sandboxed(
+        argv, ws.root, ws.sandbox, beat, SHELL_TIMEOUT_SECONDS, merge_stderr=True, ready=ws.ready
+    )
     if done.returncode is None:
         return f"Error: the command ran longer than {SHELL_TIMEOUT_SECONDS:g} seconds and was killed"
     return truncate(f"exit code {done.returncode}\n{done.stdout.decode(errors='replace')}")

@@ -115,6 +115,7 @@ async def write_if_unchanged(
         now = ABSENT if outcome is None else (content_hash(outcome.data) if outcome.data is not None else None)
         if now != expected_hash:
             raise TargetChanged(path, now or "unreadable")
+        await ws.ready()
         await beneath(write_beneath, ws, path, data, missing_ok=False)
         before = outcome.data if outcome is not None and outcome.data is not None else None
         return Written(f"Wrote {len(data)} bytes to {path}", before if before is None or len(before) <= limit else None)

@@ -82,7 +82,7 @@ async def in_sandbox(
     ws: Workspace, script: str, args: list[str], beat: Callable[[], None], stdin: bytes | None = None
 ) -> Finished:
     argv = ["/bin/sh", "-c", script, "file-tool", *args]
-    return await run_sandboxed(argv, ws.root, ws.sandbox, beat, FILE_TOOL_TIMEOUT_SECONDS, stdin=stdin)
+    return await run_sandboxed(argv, ws.root, ws.sandbox, beat, FILE_TOOL_TIMEOUT_SECONDS, stdin=stdin, ready=ws.ready)
 
 
 async def read_file(ws: Workspace, kv: object, args: dict[str, Any], beat: Callable[[], None]) -> str:
@@ -115,6 +115,7 @@ async def write_file(ws: Workspace, kv: object, args: dict[str, Any], beat: Call
     path, data = args["path"], args["content"].encode()
     ws.resolve(path)
     if not ws.sandbox.enabled:
+        await ws.ready()
         await beneath(write_beneath, ws, path, data, missing_ok=False)
         return f"Wrote {len(data)} bytes to {path}"
     done = await in_sandbox(ws, _WRITE, [path], beat, stdin=data)

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +31,15 @@ async def run_sandboxed(
     timeout: float,
     stdin: bytes | None = None,
     merge_stderr: bool = False,
+    ready: Callable[[], Awaitable[None]] | None = None,
 ) -> Finished:
-    """Raises SandboxUnavailable (nothing ran) when no sandbox starts and the policy wants one."""
+    """Raises SandboxUnavailable (nothing ran) when no sandbox starts and the policy wants one.
+    `ready` is awaited once the launch is prepared, right before the process starts (see
+    Workspace.ready); whatever it raises, nothing was started."""
     workspace.mkdir(parents=True, exist_ok=True)
     launch = await asyncio.to_thread(counted_launch, argv, workspace, policy)
+    if ready is not None:
+        await ready()
     proc = await asyncio.create_subprocess_exec(
         *launch.argv,
         cwd=launch.cwd,

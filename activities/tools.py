@@ -12,7 +12,7 @@ from temporalio import activity
 
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.file_state import TargetChanged, write_if_unchanged
-from activities.ledger import Ledger, unknown_outcome_result
+from activities.ledger import Claim, Ledger, unknown_outcome_result
 from activities.mcp_elicitation import Asker
 from activities.previews import preview_effect
 from activities.python_tools import run_python_tool
@@ -90,9 +90,9 @@ class ToolActivities:
             return with_dry_run(preview, str(err) or type(err).__name__, True)
         return with_dry_run(preview, result.content, result.is_error)
 
-    def _workspace(self, key: str | None, network: bool) -> Workspace:
+    def _workspace(self, key: str | None, network: bool, ready: Ready | None = None) -> Workspace:
         root = workspace_for(self._workspace_dir, key)
-        return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes)
+        return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes, ready or _no_wait)
 
     @activity.defn(name=PREPARE_UNDO)
     async def prepare_undo(self, request: PrepareUndoInput) -> UndoPlan:
@@ -120,7 +120,12 @@ class ToolActivities:
         if found is None:
             return ToolResult(content=f"Error: this worker has no Python tool {tool.name!r}", is_error=True)
         entry = found[1]
-        return await self._once(request, tool, lambda r, beat: run_python_tool(entry, r.arguments, beat))
+
+        async def run(r: ToolRequest, beat: Callable[[], None], ready: Ready) -> ToolResult:
+            await ready()
+            return await run_python_tool(entry, r.arguments, beat)
+
+        return await self._once(request, tool, run)
 
     @activity.defn(name=CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
@@ -142,7 +147,12 @@ class ToolActivities:
                     await self._projection.mark_execution(request.request_id, "failed")
                 return ToolResult(content=f"Error: not run: {err}", is_error=True)
             asker = Asker(request.conversation_id, request.request_id, tool, request.arguments)
-            return await self._once(request, tool, lambda r, beat: connection.call(tool, r.arguments, beat, asker))
+
+            async def run(r: ToolRequest, beat: Callable[[], None], ready: Ready) -> ToolResult:
+                await ready()
+                return await connection.call(tool, r.arguments, beat, asker)
+
+            return await self._once(request, tool, run)
 
     async def _write_resolution(self, request: ToolRequest) -> None:
         """An approved call carries its approval's resolution: mirrored before anything else, so
@@ -158,7 +168,7 @@ class ToolActivities:
         self,
         request: ToolRequest,
         tool: ToolDef,
-        run: Callable[[ToolRequest, Callable[[], None]], Awaitable[ToolResult]],
+        run: Callable[[ToolRequest, Callable[[], None], Ready], Awaitable[ToolResult]],
         beside: ToolStartWrites | None = None,
     ) -> ToolResult:
         """Run through the execution ledger when the tool has side effects: never twice."""
@@ -172,34 +182,46 @@ class ToolActivities:
         self,
         request: ToolRequest,
         tool: ToolDef,
-        run: Callable[[ToolRequest, Callable[[], None]], Awaitable[ToolResult]],
+        run: Callable[[ToolRequest, Callable[[], None], Ready], Awaitable[ToolResult]],
         beside: ToolStartWrites,
     ) -> ToolResult:
-        if tool.at_most_once:
-            attempt = activity.info().attempt
-            # One transaction claims the request and counts the tool as started, right before it
-            # starts: nothing that can fail comes between the two, so a failed attempt either left
-            # no trace (the next one runs it) or had started the tool (the next one reports unknown).
-            claim = await self._ledger.begin(request.request_id, request.tool_name, attempt)
-            if claim.verdict == "finished" and claim.result is not None:
-                await self._projection.mark_execution(request.request_id, _finished(claim.result))
-                return claim.result
-            if claim.verdict == "unknown":
-                OUTCOME_UNKNOWN.labels(request.tool_name).inc()
-                await self._projection.mark_execution(request.request_id, "unknown")
-                activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
-                return unknown_outcome_result(request.tool_name, request.arguments)
-            # Shown while the tool runs; the read model only, so a failed write never fails the run.
-            beside.add(lambda: self._mark_running(request.request_id))
+        if not tool.at_most_once:
+            activity.heartbeat()
+            done = await run(request, beside.beat, _no_wait)
+            TOOL_RUNS.labels(request.tool_name, _finished(done)).inc()
+            return done
+        # One transaction claims the request and counts the tool as started (Ledger.begin). It is
+        # taken while the tool prepares its launch, and the tool awaits it right before it changes
+        # anything (`ready`, see Workspace.ready): nothing that can fail comes between the two, so
+        # a failed attempt either left no trace (the next one runs it) or had started the tool (the
+        # next one reports unknown).
+        attempt = activity.info().attempt
+        claim = asyncio.ensure_future(self._ledger.begin(request.request_id, request.tool_name, attempt))
+        gate = LedgerGate(claim, lambda: beside.add(lambda: self._mark_running(request.request_id)))
         activity.heartbeat()
-        result = await run(request, beside.beat)
+        result: ToolResult | None = None
+        try:
+            result = await run(request, beside.beat, gate.ready)
+        except NotThisAttempt:
+            pass
+        finally:
+            await gate.settled()  # whatever the tool did, the claim is not left running
+        settled = claim.result()
+        if settled.verdict == "finished" and settled.result is not None:
+            await self._projection.mark_execution(request.request_id, _finished(settled.result))
+            return settled.result
+        if settled.verdict == "unknown":
+            OUTCOME_UNKNOWN.labels(request.tool_name).inc()
+            await self._projection.mark_execution(request.request_id, "unknown")
+            activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
+            return unknown_outcome_result(request.tool_name, request.arguments)
+        assert result is not None  # the claim is this attempt's: the tool ran or changed nothing
         await beside.finish()  # "running" is written before the finished state can be
         TOOL_RUNS.labels(request.tool_name, _finished(result)).inc()
-        if tool.at_most_once:
-            await asyncio.gather(
-                self._ledger.finish(request.request_id, result),
-                self._projection.mark_execution(request.request_id, _finished(result)),
-            )
+        await asyncio.gather(
+            self._ledger.finish(request.request_id, result),
+            self._projection.mark_execution(request.request_id, _finished(result)),
+        )
         return result
 
     async def _mark_running(self, request_id: str) -> None:
@@ -208,11 +230,11 @@ class ToolActivities:
         except Exception as err:  # the finished state is written after the tool and corrects it
             activity.logger.warning("could not show %s as running: %s", request_id, err)
 
-    async def _run_builtin(self, request: ToolRequest, beat: Callable[[], None]) -> ToolResult:
+    async def _run_builtin(self, request: ToolRequest, beat: Callable[[], None], ready: Ready) -> ToolResult:
         kv = KvStore(request.kv)
         # Network is decided per call by the workflow from the policy's network rules; the
         # directory by the request's workspace key (the conversation's, or its parent's).
-        workspace = self._workspace(request.workspace, request.network)
+        workspace = self._workspace(request.workspace, request.network, ready)
         try:
             if request.tool_name == "write_file" and request.target_hash is not None:
                 path, data = request.arguments["path"], request.arguments["content"].encode()
@@ -283,6 +305,37 @@ class ToolStartWrites:
 
 def _no_beat() -> None:
     pass
+
+
+Ready = Callable[[], Awaitable[None]]
+
+
+async def _no_wait() -> None:
+    pass
+
+
+class NotThisAttempt(Exception):
+    """The ledger gave the request to another attempt, or found it settled: the tool must not start."""
+
+
+class LedgerGate:
+    """The tool's `ready`: waits for the ledger's claim, raises NotThisAttempt unless it is this
+    attempt's, and the first time it is, adds the "running" mark beside the tool (`owned`)."""
+
+    def __init__(self, claim: asyncio.Future[Claim], owned: Callable[[], None]) -> None:
+        self._claim = claim
+        self._owned: Callable[[], None] | None = owned
+
+    async def ready(self) -> None:
+        if (await asyncio.shield(self._claim)).verdict != "run":
+            raise NotThisAttempt()
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            owned()
+
+    async def settled(self) -> None:
+        """The claim ended, whether or not the tool waited for it; its failure is read by its owner."""
+        await asyncio.wait([self._claim])
 
 
 WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation's host", wrong_host=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from activities.sandbox import SandboxPolicy
@@ -60,16 +61,30 @@ def holds_workspaces(directory: Path, root: Path) -> bool:
     return root.resolve().is_relative_to(directory.resolve())
 
 
+async def _no_wait() -> None:
+    pass
+
+
 class Workspace:
     """The one directory a request's tools may touch; what they start runs under `sandbox`, and
-    read_file returns at most `max_read_bytes` of a file."""
+    read_file returns at most `max_read_bytes` of a file.
+
+    `ready` is awaited right before a tool changes anything: before it starts its process, or
+    before a write in process with the sandbox off. The tool activities pass the execution
+    ledger's claim there (activities/tools.py), so the claim is taken while the tool prepares
+    its launch; it raises when this attempt must not run the tool."""
 
     def __init__(
-        self, root: Path, sandbox: SandboxPolicy | None = None, max_read_bytes: int = DEFAULT_MAX_READ_BYTES
+        self,
+        root: Path,
+        sandbox: SandboxPolicy | None = None,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        ready: Callable[[], Awaitable[None]] = _no_wait,
     ) -> None:
         self.root = root
         self.sandbox = sandbox or SandboxPolicy()
         self.max_read_bytes = max_read_bytes
+        self.ready = ready
 
     def resolve(self, relative: str) -> Path:
         """Resolve symlinks too: a link inside the workspace must not lead out of it.
