@@ -6,8 +6,9 @@ has not started) -> `started` (written durably just before the tool runs) -> `fi
 its result). A later attempt that finds it `claimed` runs it (nothing ran yet); one that finds it
 `started` does not run it again and reports the outcome as unknown; one that finds it `finished`
 returns the recorded result. The worker's tool activities take the first two steps in one
-transaction (`begin`), right before the tool starts. Every step is a conditional statement, so
-concurrent attempts on different hosts agree on one owner.
+transaction (`begin`) while the tool prepares its launch, and the tool starts only once it says
+`run` (Workspace.ready). Every step is a conditional statement, so concurrent attempts on
+different hosts agree on one owner.
 """
 
 from __future__ import annotations
