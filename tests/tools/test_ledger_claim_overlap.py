@@ -116,3 +116,28 @@ async def test_a_claim_that_is_not_this_attempts_means_the_prepared_command_neve
         assert result == recorded
     else:
         assert "unknown" in result.content.lower(), result
+
+
+async def test_with_the_sandbox_off_a_write_waits_for_the_claim_too(tmp_path: Path) -> None:
+    workspace_dir = tmp_path / "workspace"
+    ledger, projection = SlowLedger(tmp_path / "ledger.db"), ProjectionStore(tmp_path / "approvals.db")
+    activities = ToolActivities(workspace_dir, ledger, projection, sandbox=SandboxPolicy(enabled=False))
+    write = shell("r3", "").model_copy(
+        update={"tool_name": "write_file", "arguments": {"path": "notes.txt", "content": "hello"}}
+    )
+    try:
+        assert (await ledger.begin("r3", "write_file", 1)).verdict == "run"  # an earlier attempt started it
+        environment = ActivityEnvironment()
+        environment.info = environment.info.__class__(**{**environment.info.__dict__, "attempt": 2})
+        unknown = await environment.run(activities.execute_tool, write)
+        assert not (workspace_for(workspace_dir, "c1") / "notes.txt").exists()  # this attempt wrote nothing
+        another = write.model_copy(update={"request_id": "r4"})
+        written = await ActivityEnvironment().run(activities.execute_tool, another)
+    finally:
+        await ledger.close()
+        await projection.close()
+
+    assert "unknown" in unknown.content.lower(), unknown
+    assert written.content == "Wrote 5 bytes to notes.txt", written
+    assert (workspace_for(workspace_dir, "c1") / "notes.txt").read_text() == "hello"
+    assert len(ledger.claims) == 3  # each attempt claimed; only r4's was its own, and only it wrote
