@@ -334,8 +334,11 @@ class LedgerGate:
             owned()
 
     async def settled(self) -> None:
-        """The claim ended, whether or not the tool waited for it; its failure is read by its owner."""
+        """The claim ended, whether or not the tool waited for it. Its failure is marked as seen:
+        the caller reads the claim's result unless the tool's own failure goes first."""
         await asyncio.wait([self._claim])
+        if not self._claim.cancelled():
+            self._claim.exception()
 
 
 WRONG_HOST = ToolResult(content="not run: this worker is not on the conversation's host", wrong_host=True)
