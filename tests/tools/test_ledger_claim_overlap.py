@@ -22,6 +22,9 @@ from core.models import ToolRequest, ToolResult
 from storage.store import ProjectionStore
 
 CLAIM_SECONDS = 0.3  # the claim is held this long, so the order of events is plain to see
+# The launch's preparation (on a thread) is held this long too: prepared in under a millisecond,
+# it could end before the event loop even started the claim's task, and the overlap not show.
+PREPARE_SECONDS = 0.2
 
 
 class SlowLedger(Ledger):
@@ -63,13 +66,14 @@ def shell(request_id: str, command: str) -> ToolRequest:
 
 
 def recorded_launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float]]:
-    """When each sandbox launch's preparation started and ended."""
+    """When each sandbox launch's preparation started and ended (held PREPARE_SECONDS)."""
     prepared: list[tuple[float, float]] = []
     prepare = sandbox_run.counted_launch
 
     def timed(*args: Any) -> Any:
         started = time.time()
         try:
+            time.sleep(PREPARE_SECONDS)
             return prepare(*args)
         finally:
             prepared.append((started, time.time()))
