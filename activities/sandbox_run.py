@@ -7,13 +7,14 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from activities.heartbeat import heartbeating
 from activities.sandbox import SandboxPolicy
 from activities.worker_metrics import counted_launch
+from activities.workspaces import Ready
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ async def run_sandboxed(
     timeout: float,
     stdin: bytes | None = None,
     merge_stderr: bool = False,
-    ready: Callable[[], Awaitable[None]] | None = None,
+    ready: Ready | None = None,
 ) -> Finished:
     """Raises SandboxUnavailable (nothing ran) when no sandbox starts and the policy wants one.
     `ready` is awaited once the launch is prepared, right before the process starts (see

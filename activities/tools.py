@@ -20,7 +20,7 @@ from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.tool_sources import ToolSources
 from activities.undo import prepare_undo
 from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
-from activities.workspaces import workspace_for
+from activities.workspaces import Ready, no_wait, workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.models import ListToolsInput, PreviewInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
@@ -90,9 +90,9 @@ class ToolActivities:
             return with_dry_run(preview, str(err) or type(err).__name__, True)
         return with_dry_run(preview, result.content, result.is_error)
 
-    def _workspace(self, key: str | None, network: bool, ready: Ready | None = None) -> Workspace:
+    def _workspace(self, key: str | None, network: bool, ready: Ready = no_wait) -> Workspace:
         root = workspace_for(self._workspace_dir, key)
-        return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes, ready or _no_wait)
+        return Workspace(root, self._sandbox.with_network(network), self._max_read_bytes, ready)
 
     @activity.defn(name=PREPARE_UNDO)
     async def prepare_undo(self, request: PrepareUndoInput) -> UndoPlan:
@@ -187,7 +187,7 @@ class ToolActivities:
     ) -> ToolResult:
         if not tool.at_most_once:
             activity.heartbeat()
-            done = await run(request, beside.beat, _no_wait)
+            done = await run(request, beside.beat, no_wait)
             TOOL_RUNS.labels(request.tool_name, _finished(done)).inc()
             return done
         # One transaction claims the request and counts the tool as started (Ledger.begin). It is
@@ -304,13 +304,6 @@ class ToolStartWrites:
 
 
 def _no_beat() -> None:
-    pass
-
-
-Ready = Callable[[], Awaitable[None]]
-
-
-async def _no_wait() -> None:
     pass
 
 

@@ -61,8 +61,11 @@ def holds_workspaces(directory: Path, root: Path) -> bool:
     return root.resolve().is_relative_to(directory.resolve())
 
 
-async def _no_wait() -> None:
-    pass
+Ready = Callable[[], Awaitable[None]]  # awaited right before a tool changes anything (Workspace.ready)
+
+
+async def no_wait() -> None:
+    """The `ready` of a tool with no execution ledger to wait for."""
 
 
 class Workspace:
@@ -79,7 +82,7 @@ class Workspace:
         root: Path,
         sandbox: SandboxPolicy | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
-        ready: Callable[[], Awaitable[None]] = _no_wait,
+        ready: Ready = no_wait,
     ) -> None:
         self.root = root
         self.sandbox = sandbox or SandboxPolicy()
