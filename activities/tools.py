@@ -17,6 +17,7 @@ from activities.mcp_elicitation import Asker
 from activities.previews import preview_effect
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
+from activities.still_running import telling_when_long
 from activities.tool_sources import ToolSources
 from activities.undo import prepare_undo
 from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
@@ -174,7 +175,8 @@ class ToolActivities:
         """Run through the execution ledger when the tool has side effects: never twice."""
         beside = beside or ToolStartWrites()
         try:
-            return await self._once_beside(request, tool, run, beside)
+            async with telling_when_long(request):
+                return await self._once_beside(request, tool, run, beside)
         finally:
             await beside.finish()
 

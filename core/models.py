@@ -22,6 +22,7 @@ SIGNAL_SUBMIT_MESSAGE = "submit_message"
 SIGNAL_APPROVAL_DECISION = "approval_decision"
 SIGNAL_SET_AUTO_APPROVE = "set_auto_approve"
 SIGNAL_CLOSE = "close"
+SIGNAL_TOOL_STILL_RUNNING = "tool_still_running"  # sent by an approved tool's activity (ToolRequest)
 UPDATE_DECIDE = "decide"
 SIGNAL_EXTEND_APPROVAL = "extend_approval"
 UPDATE_EXTEND = "extend"
@@ -452,6 +453,17 @@ class ToolRequest(WireModel):
     target_hash: str | None = Field(
         default=None, description="the target's hash the decision saw; another one makes the call stale, unrun"
     )
+    status_catch_up_seconds: float | None = Field(
+        default=None,
+        description="the workflow holds the turn's status for this tool's result: a tool still running"
+        f" this many seconds after it started signals {SIGNAL_TOOL_STILL_RUNNING} (workflows/status.py)",
+    )
+
+
+class ToolStillRunning(WireModel):
+    """The payload of SIGNAL_TOOL_STILL_RUNNING: which approved call's tool is still running."""
+
+    request_id: str
 
 
 class PreviewInput(WireModel):

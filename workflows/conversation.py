@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_CLOSE,
         SIGNAL_SET_AUTO_APPROVE,
         SIGNAL_SUBMIT_MESSAGE,
+        SIGNAL_TOOL_STILL_RUNNING,
         UPDATE_MOVE,
         WORKFLOW_TYPE,
         AutoApproveInput,
@@ -38,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         MessageInput,
         MoveInput,
         MoveResult,
+        ToolStillRunning,
         TurnStatus,
     )
     from workflows import activity_calls as calls
@@ -302,6 +304,13 @@ class ConversationWorkflow(DecisionHandlers):
         self._closed = True
         self._inbox.clear()
         self._book.cancel_all(workflow.now())
+
+    @workflow.signal(name=SIGNAL_TOOL_STILL_RUNNING)
+    def tool_still_running(self, *args: Any) -> None:
+        """An approved tool runs past STATUS_CATCH_UP: Temporal's list shows the turn's status
+        from now, not only from the tool's result (see StatusKeeper.tool_tells_after)."""
+        if one_payload(SIGNAL_TOOL_STILL_RUNNING, args, ToolStillRunning) is not None:
+            self._status.catch_up()
 
     @workflow.update(name=UPDATE_MOVE)
     def move(self, *args: Any) -> MoveResult:

@@ -30,11 +30,17 @@ UNDO_FILE_CHANGE = "undo-file-change"  # an approved write_file undone, as a req
 PREVIEW_IN_WORKFLOW_TASK = "preview-in-workflow-task"  # a preview on the workflow's host is a local activity
 PATCH_CHECKS_BEFORE_ASKING = "patch-checks-before-asking"  # a decision's patches checked when it is asked
 STATUS_WITH_THE_TOOL_RESULT = "status-with-the-tool-result"  # search attributes follow a decision later
+TIMERS_AFTER_THE_TOOL = "timers-after-the-tool"  # a decision's task starts and cancels no timer
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those
 # land in the asking task instead of the decision's, off the path from a decision to the tool.
-CHECKED_WHEN_DECIDED = (RESOLUTION_WITH_THE_TOOL, TOOLS_EAGER_ON_HOST, STATUS_WITH_THE_TOOL_RESULT)
+CHECKED_WHEN_DECIDED = (
+    RESOLUTION_WITH_THE_TOOL,
+    TOOLS_EAGER_ON_HOST,
+    STATUS_WITH_THE_TOOL_RESULT,
+    TIMERS_AFTER_THE_TOOL,
+)
 
 ALL = (
     TOOL_CATALOG_ACTIVITY,
@@ -60,4 +66,5 @@ ALL = (
     PREVIEW_IN_WORKFLOW_TASK,
     PATCH_CHECKS_BEFORE_ASKING,
     STATUS_WITH_THE_TOOL_RESULT,
+    TIMERS_AFTER_THE_TOOL,
 )

@@ -1,7 +1,8 @@
 """The durable timers of one waiting request: notify, remind, escalate, warn, and finally expire.
 
-Every timer is a `wait_condition` timeout with a summary, so the Temporal Web UI shows what the
-request waits for next, and each ends the moment a decision lands. Notifications are started, never
+Every timer has a summary, so the Temporal Web UI shows what the request waits for next, and each
+ends the moment a decision lands; a conversation's decided call hands its last timer to its tool
+runner, which cancels it with the tool's result, off the decision's workflow task. Notifications are started, never
 awaited: a receiver that is down retries on its own while the request (and the turn) go on. A
 request whose rules name no channel and no timer waits exactly as it always did (one expiry timer,
 no patch marker), so conversations recorded before notifications existed replay unchanged.
@@ -9,6 +10,7 @@ no patch marker), so conversations recorded before notifications existed replay 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -40,8 +42,12 @@ class RequestTimers:
         expire: Callable[[], None],
         changed: Callable[[str], Awaitable[None]],
         outbox: NotificationOutbox,
+        keep: Callable[[asyncio.Future[None]], None] | None = None,
     ) -> None:
         self._record = record
+        # Given `keep` (behind a patch): the timer a decision ends is handed to it, not cancelled
+        # here, so the decision's workflow task cancels no timer (see ToolRunner.keep_timer).
+        self._keep = keep
         self._expire = expire
         self._changed = changed
         self._outbox = outbox  # sends, and keeps what is on its way across continue-as-new
@@ -55,16 +61,11 @@ class RequestTimers:
         if record.notify is not None and workflow.patched(patches.APPROVAL_NOTIFICATIONS):
             self._plan = record.notify
             self._send("request", 1, record.notify.channels)
+        keep = self._keep if self._keep is not None and workflow.patched(patches.TIMERS_AFTER_THE_TOOL) else None
         while record.resolution is None:
             due = self._next_due()
             seen = len(record.extensions)
-            try:
-                await workflow.wait_condition(
-                    self._decided_or_extended(seen),
-                    timeout=max(due.at - workflow.now(), timedelta(milliseconds=1)),
-                    timeout_summary=due.summary,
-                )
-            except TimeoutError:
+            if await self._time_came(due, seen, keep):
                 if due.kind is None:
                     self._expire()
                     return
@@ -73,6 +74,28 @@ class RequestTimers:
                 continue
             if len(record.extensions) != seen and record.resolution is None:
                 await self._changed(f"extended to {record.expires_at.isoformat()}")
+
+    async def _time_came(
+        self, due: _Due, extensions_seen: int, keep: Callable[[asyncio.Future[None]], None] | None
+    ) -> bool:
+        """Wait for a decision, an extension or the due time; True when the time came first."""
+        ended = self._decided_or_extended(extensions_seen)
+        timeout = max(due.at - workflow.now(), timedelta(milliseconds=1))
+        if keep is None:
+            try:
+                await workflow.wait_condition(ended, timeout=timeout, timeout_summary=due.summary)
+            except TimeoutError:
+                return True
+            return False
+        timer = asyncio.ensure_future(workflow.sleep(timeout, summary=due.summary))
+        await workflow.wait_condition(lambda: timer.done() or ended())
+        if not ended():
+            return True
+        if self._record.resolution is None:
+            timer.cancel()  # an extension: the next due time gets its own timer
+        elif not timer.done():
+            keep(timer)
+        return False
 
     def _decided_or_extended(self, extensions_seen: int) -> Callable[[], bool]:
         record = self._record

@@ -31,7 +31,9 @@ class ResolutionMirror:
         self._written: set[str] = set()  # mirrored by their own activity
         self._carried: set[str] = set()  # handed to the approved tool's activity
 
-    def payload(self, record: ApprovalRecord, publish_later: bool = False) -> ApprovalResolvedProjection:
+    def payload(
+        self, record: ApprovalRecord, publish_later: bool = False, tool_tells: bool = False
+    ) -> ApprovalResolvedProjection:
         """The resolution and the conversation's status after it (made current in Temporal too, at
         once or, with `publish_later`, by the next workflow task: see StatusKeeper.snapshot)."""
         pending = self._book.pending()
@@ -41,7 +43,9 @@ class ResolutionMirror:
         event = self._status.event(
             "permission.resolved", key, {"request_id": record.request_id, "decision": record.resolution}
         )
-        conversation = self._status.snapshot(after, pending, [event], publish_later=publish_later)
+        conversation = self._status.snapshot(
+            after, pending, [event], publish_later=publish_later, tool_tells=tool_tells
+        )
         return ApprovalResolvedProjection(approval=record, conversation=conversation)
 
     async def mirror(self, record: ApprovalRecord, locally: bool = False) -> None:
@@ -63,4 +67,5 @@ class ResolutionMirror:
         if not workflow.patched(patches.RESOLUTION_WITH_THE_TOOL):
             return None
         self._carried.add(record.request_id)
-        return self.payload(record, publish_later=workflow.patched(patches.STATUS_WITH_THE_TOOL_RESULT))
+        later = workflow.patched(patches.STATUS_WITH_THE_TOOL_RESULT)
+        return self.payload(record, later, tool_tells=later and workflow.patched(patches.TIMERS_AFTER_THE_TOOL))

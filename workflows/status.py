@@ -37,16 +37,19 @@ class StatusKeeper:
         events: list[ProjectionEvent],
         *,
         publish_later: bool = False,
+        tool_tells: bool = False,
     ) -> ConversationProjection:
         """Make status current in Temporal and return it for the projection write.
 
         `publish_later`: the search attributes wait for the next workflow task (`catch_up`), at
         most STATUS_CATCH_UP. A decision whose tool starts in the same task uses it: an update of
         search attributes in that task costs the server a visibility write before it hands the
-        tool to the worker, and the read model shows the decision at once anyway."""
+        tool to the worker, and the read model shows the decision at once anyway. A timer keeps
+        the STATUS_CATCH_UP, or with `tool_tells` the tool's activity does (`tool_tells_after`):
+        then the decision's task starts no timer either."""
         if (status, len(pending)) != (self.turn_status, self._pending) or self._held is not None:
             if publish_later:
-                self._hold(status, len(pending))
+                self._hold(status, len(pending), timer=not tool_tells)
             else:
                 self._publish(status, len(pending))
         self.turn_status, self._pending = status, len(pending)
@@ -68,14 +71,21 @@ class StatusKeeper:
         if self._held is not None:
             self._publish(*self._held)
 
+    def tool_tells_after(self) -> float | None:
+        """Seconds after which a tool still running signals SIGNAL_TOOL_STILL_RUNNING (which calls
+        `catch_up`), when a status is held with no timer to publish it; None when none is."""
+        if self._held is None or (self._publishing is not None and not self._publishing.done()):
+            return None
+        return STATUS_CATCH_UP.total_seconds()
+
     def _publish(self, status: TurnStatus, pending: int) -> None:
         self._held = None
         workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(status), PENDING_APPROVALS_KEY.value_set(pending)])
 
-    def _hold(self, status: TurnStatus, pending: int) -> None:
+    def _hold(self, status: TurnStatus, pending: int, timer: bool) -> None:
         waiting = self._held is not None
         self._held = (status, pending)
-        if not waiting:
+        if timer and not waiting:
             self._publishing = asyncio.ensure_future(self._catch_up_in_time())
 
     async def _catch_up_in_time(self) -> None:

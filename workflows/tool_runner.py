@@ -49,6 +49,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.status import StatusKeeper
     from workflows.tool_dispatch import run_pinned
 
+APPROVED = ("allow", "always_allow", "edit")  # the resolutions that run the call
+
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 # Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
 
@@ -113,6 +115,8 @@ class ToolRunner:
             context.parent_task,
         )
         self._reask_watchers: list[asyncio.Future[None]] = []
+        # The timers decisions ended, cancelled with the tool's result (RequestTimers' `keep`).
+        self._decided_timers: list[asyncio.Future[None]] = []
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
         enabled = lambda: workflow.patched(patches.EDIT_BEFORE_APPROVING)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
@@ -194,6 +198,7 @@ class ToolRunner:
             await self._settle(turn_id, plan)
         await asyncio.gather(*watchers, *self._reask_watchers)
         self._reask_watchers = []
+        self._cancel_decided_timers()  # a call decided but not run (the conversation closed first)
 
     async def _add_preview(self, record: ApprovalRecord) -> None:
         spec = self._catalog.get(record.tool_name)
@@ -234,7 +239,7 @@ class ToolRunner:
         while True:
             if record is not None:
                 await _decided(record)
-                if record.resolution not in ("allow", "always_allow", "edit"):
+                if record.resolution not in APPROVED:
                     self._record(plan.call, outcome_message(record))
                     return
             if self._ctx.is_closed():
@@ -311,7 +316,8 @@ class ToolRunner:
         """Once decided, run a request opened outside a model's message; None: it did not run."""
         await _decided(record)
         spec = BUILTIN_CATALOG.tools.get(record.tool_name)
-        if record.resolution not in ("allow", "always_allow", "edit") or spec is None or self._ctx.is_closed():
+        if record.resolution not in APPROVED or spec is None or self._ctx.is_closed():
+            self._cancel_decided_timers()
             return None
         call = ToolCall(id=record.tool_call_id, name=record.tool_name, arguments="{}")
         result = await self._execute(record.turn_id, call, spec, record.edited_arguments or record.arguments, record)
@@ -339,6 +345,7 @@ class ToolRunner:
             expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
             changed=lambda what: calls.project_approval_changed(record, what),
             outbox=ctx.outbox,
+            keep=lambda timer: self._keep_timer(record, timer),
         ).wait()
         await self._resolutions.mirror(record)
 
@@ -354,6 +361,7 @@ class ToolRunner:
         if spec.source == "subagent" and ctx.delegate is not None:  # a child conversation, no activity
             return await ctx.delegate(call, arguments)
         resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
+        catch_up = ctx.status.tool_tells_after() if resolved is not None else None
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
             turn_id=turn_id,
@@ -367,6 +375,7 @@ class ToolRunner:
             resolved=resolved,
             workspace=ctx.workspace(),
             target_hash=Previewer.target_hash(record, spec.name),
+            status_catch_up_seconds=catch_up,
         )
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
@@ -378,9 +387,23 @@ class ToolRunner:
                 if resolved is not None:  # its activity may have failed before writing it
                     await calls.project(resolved)
         ctx.status.catch_up()  # a decision's status, held while its tool started (workflows/status.py)
+        self._cancel_decided_timers()
         if result.kv is not None:
             ctx.set_kv(result.kv)
         return result
+
+    def _keep_timer(self, record: ApprovalRecord, timer: asyncio.Future[None]) -> None:
+        """The timer a decision ended: an approved call's is cancelled with its tool's result, off
+        the deciding workflow task (where its command would delay the tool); any other's at once."""
+        if record.resolution in APPROVED:
+            self._decided_timers.append(timer)
+        else:
+            timer.cancel()
+
+    def _cancel_decided_timers(self) -> None:
+        for timer in self._decided_timers:
+            timer.cancel()
+        self._decided_timers = []
 
     def _record(self, call: ToolCall, content: str) -> None:
         self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))

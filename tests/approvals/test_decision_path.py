@@ -1,7 +1,8 @@
 """What a decision costs in history: the door's `decide` update is taken in one workflow task that
 schedules the approved tool, and nothing else (the patches a decided call checks were checked,
 and their markers recorded, when it was asked). The turn's status in Temporal follows with the
-tool's result, or within STATUS_CATCH_UP of the decision while a long tool runs."""
+tool's result, or within STATUS_CATCH_UP of the decision while a long tool runs (its activity
+signals); the expiry's timer is cancelled by the task of the tool's result."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.models import SIGNAL_TOOL_STILL_RUNNING, DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, start_and_wait, wait_status, workspace_of
@@ -57,6 +58,13 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
     # The turn's status ("running", no approval pending) is published by the task of the tool's result.
     tool_done = kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, scheduled)
     next_task_done = kinds.index(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, tool_done)
+    # No timer is started or cancelled by the decision's task: the expiry's timer is cancelled by
+    # the task of the tool's result, and no catch-up timer is started (the tool would signal).
+    timers = (EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_TIMER_CANCELED)
+    assert not [EventType.Name(kinds[i]) for i in range(decided, tool_done) if kinds[i] in timers]
+    after_result = kinds[next_task_done : kinds.index(EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, next_task_done)]
+    assert after_result.count(EventType.EVENT_TYPE_TIMER_CANCELED) == 1
+    assert EventType.EVENT_TYPE_TIMER_STARTED not in kinds[decided:]
     first_after = next(entry for entry in published_statuses(history) if entry[0] > decided)
     assert first_after[1:] == ("running", 0)
     assert next_task_done < first_after[0] < kinds.index(EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, next_task_done)
@@ -94,10 +102,44 @@ async def test_a_long_tool_has_its_status_published_while_it_runs(
 
     kinds = [event.event_type for event in history.events]
     decided = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
-    fired = kinds.index(EventType.EVENT_TYPE_TIMER_FIRED, decided)  # the catch-up, not the tool's end
-    assert fired < kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, decided)
+    # The tool's activity told the workflow it still ran; no timer of the decision's did.
+    told = [
+        i
+        for i, event in enumerate(history.events)
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and event.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_TOOL_STILL_RUNNING
+    ]
+    assert len(told) == 1 and decided < told[0] < kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, decided)
+    assert EventType.EVENT_TYPE_TIMER_STARTED not in kinds[decided:]
     after = [entry[1:] for entry in published_statuses(history) if entry[0] > decided]
     assert after[:2] == [("running", 0), ("idle", 0)]  # once each: the tool's end publishes nothing more
+
+
+async def test_a_denied_call_ends_its_timer_in_the_deciding_task(
+    client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
+) -> None:
+    model.behaviour = calls_then_summary(
+        ("call_1", "write_file", {"path": "a.txt", "content": "a"}),
+        ("call_2", "write_file", {"path": "b.txt", "content": "b"}),
+    )
+    async with build_worker(client, settings):
+        started = await start_and_wait(client, settings, "write two files", histories, pending=2)
+        cid, rows = started.conversation_id, started.pending
+        await send_decision(client, settings, DecisionInput(request_id=rows[0]["request_id"], decision="deny"))
+        await send_decision(client, settings, DecisionInput(request_id=rows[1]["request_id"], decision="deny"))
+        await wait_status(client, cid, "idle")
+        history = await client.get_workflow_handle(cid).fetch_history()
+
+    kinds = [event.event_type for event in history.events]
+    assert kinds.count(EventType.EVENT_TYPE_TIMER_STARTED) == 2
+    # Each denial's task cancels its request's timer: nothing runs, so nothing waits for it.
+    for accepted in [
+        i for i, kind in enumerate(kinds) if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]:
+        task_end = kinds.index(EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, accepted)
+        assert EventType.EVENT_TYPE_TIMER_CANCELED in kinds[accepted:task_end]
+    assert kinds.count(EventType.EVENT_TYPE_TIMER_CANCELED) == 2
+    assert not (workspace_of(settings, cid) / "a.txt").exists()
 
 
 def published_statuses(history: WorkflowHistory) -> list[tuple[int, str, int]]:
