@@ -31,11 +31,20 @@ def ends_a_reply(event: ProjectionEvent) -> bool:
     return event.event_type == EVENT_MESSAGE_DELTA and bool(event.payload.get("done"))
 
 
+# The event type is written into the statements, not bound: a plan PostgreSQL makes once for every
+# value of a parameter could not use the partial index on the pieces (ui_events_deltas).
+_OLDEST_PIECE = f"SELECT created_at FROM ui_events WHERE event_type = '{EVENT_MESSAGE_DELTA}' ORDER BY event_id LIMIT 1"
+_DELETE_OLD_PIECES = f"""DELETE FROM ui_events WHERE event_id IN (
+    SELECT event_id FROM ui_events WHERE event_type = '{EVENT_MESSAGE_DELTA}' AND created_at < ?
+    ORDER BY event_id LIMIT ?)"""
+
+
 async def prune_deltas(tx: Tx, retention_seconds: float, limit: int = PRUNE_BATCH) -> int:
-    """Delete up to `limit` streamed pieces written more than `retention_seconds` ago; how many went."""
+    """Delete up to `limit` streamed pieces written more than `retention_seconds` ago; how many went.
+    The oldest piece is looked at first: while it is younger than the retention (most replies'
+    ends), nothing is scanned, however many pieces the retention keeps."""
     cutoff = (datetime.now(UTC) - timedelta(seconds=retention_seconds)).isoformat()
-    return await tx.execute(
-        """DELETE FROM ui_events WHERE event_id IN (
-             SELECT event_id FROM ui_events WHERE event_type = ? AND created_at < ? ORDER BY event_id LIMIT ?)""",
-        (EVENT_MESSAGE_DELTA, cutoff, limit),
-    )
+    oldest = await tx.fetchone(_OLDEST_PIECE)
+    if oldest is None or str(oldest["created_at"]) >= cutoff:
+        return 0
+    return await tx.execute(_DELETE_OLD_PIECES, (cutoff, limit))
