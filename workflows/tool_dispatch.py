@@ -13,6 +13,8 @@ activity result in history, so a replay takes the same path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio import workflow
 
 from workflows import patches
@@ -24,13 +26,18 @@ with workflow.unsafe.imports_passed_through():
 # Histories from before this choice send every pinned tool to the host's queue directly.
 
 
-async def run_pinned(request: ToolRequest, source: str, summary: str, host_queue: str | None) -> ToolResult:
-    """Run one tool call on host_queue's host (None: on any worker of the shared queue)."""
+async def run_pinned(
+    request: ToolRequest, source: str, summary: str, host_queue: str | None, detour: Callable[[], None] | None = None
+) -> ToolResult:
+    """Run one tool call on host_queue's host (None: on any worker of the shared queue). `detour`
+    is called when the call goes round by its host's queue, where it may wait for the host."""
     if host_queue is None or not workflow.patched(patches.TOOLS_EAGER_ON_HOST):
         return await calls.run_tool(request, source, summary, host_queue)
     here = await calls.run_tool(request.model_copy(update={"run_on": host_queue}), source, summary)
     if not here.wrong_host:
         return here
+    if detour is not None:
+        detour()
     if request.resolved is not None:  # the host may be down a while: show the decision now
         await calls.project(request.resolved)
         request = request.model_copy(update={"resolved": None})

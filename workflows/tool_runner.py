@@ -380,7 +380,9 @@ class ToolRunner:
         summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
         async with self._lock:
             try:
-                result = await run_pinned(request, spec.source, summary, await ctx.tool_queue())
+                # A held status the tool would signal for is published once the call may wait for its host.
+                detour = ctx.status.catch_up if catch_up is not None else None
+                result = await run_pinned(request, spec.source, summary, await ctx.tool_queue(), detour)
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)

@@ -21,6 +21,7 @@ from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_st
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import EXECUTE_TOOL, PICK_TOOL_HOST, PROJECT_APPROVAL_RESOLVED
+from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 
 async def scheduled(client: Client, conversation_id: str) -> list[tuple[str, str, str | None]]:
@@ -87,9 +88,12 @@ async def test_a_tool_that_reaches_another_host_runs_only_on_its_own(
 
         await eventually(sent_to_a)
         assert not (workspace_of(host_b, cid) / "a.txt").exists(), "host B ran nothing"
-        # While the call waits for its host, the read model already shows the decision.
+        # While the call waits for its host, the read model already shows the decision, and so
+        # does Temporal's list: the status held for the tool's result is published on the detour.
         [shown] = rows(settings.approvals_db, "SELECT decision, resolved_at FROM ui_pending_approvals")
         assert shown["decision"] == "allow" and shown["resolved_at"] is not None
+        attributes = (await client.get_workflow_handle(cid).describe()).typed_search_attributes
+        assert (attributes.get(TURN_STATUS_KEY), attributes.get(PENDING_APPROVALS_KEY)) == ("running", 0)
     async with build_worker(client, host_a):
         state = await wait_status(client, cid, "idle")
     assert (workspace_of(host_a, cid) / "a.txt").read_text() == "x"
