@@ -14,6 +14,7 @@ different hosts agree on one owner.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -55,19 +56,9 @@ class Ledger:
     async def begin(self, request_id: str, tool_name: str, attempt: int) -> Claim:
         """Claim and start in one step, for a caller that starts the tool right after:
         `run` means this attempt now owns the request and the ledger counts the tool as started."""
-
-        async def first(tx: Tx) -> bool:
-            return bool(
-                await tx.execute(
-                    "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
-                    " VALUES (?, ?, 'started', ?, ?) ON CONFLICT (request_id) DO NOTHING",
-                    (request_id, tool_name, attempt, now_iso()),
-                )
-            )
-
         # The first attempt's one insert, atomic by itself, commits alone; a later attempt finds the
         # row and settles it in a transaction.
-        if await run_autocommit(self._backend, first):
+        if await run_autocommit(self._backend, _first_start(request_id, tool_name, attempt)):
             return Claim("run")
 
         async def operation(tx: Tx) -> Claim:
@@ -80,6 +71,13 @@ class Ledger:
             return await _settled(tx, request_id, attempt)
 
         return await self._backend.run(operation)
+
+    def begin_at_once(self, request_id: str, tool_name: str, attempt: int) -> Claim | None:
+        """`begin` for the first attempt, on the caller's thread, when the store takes the insert
+        without waiting (an embedded file no other writer holds: about 0.1 ms). The tool's launch
+        then waits for no worker thread. None: the request is not this simple case (a later
+        attempt, a busy file, a server) or nothing was written: call `begin`."""
+        return Claim("run") if self._backend.try_now(_first_start(request_id, tool_name, attempt)) else None
 
     async def start(self, request_id: str, attempt: int) -> bool:
         """The tool is about to run: True only for the attempt that still owns the claim."""
@@ -132,6 +130,21 @@ class Ledger:
 
     async def close(self) -> None:
         await self._backend.close()
+
+
+def _first_start(request_id: str, tool_name: str, attempt: int) -> Callable[[Tx], Awaitable[bool]]:
+    """The first attempt's claim and start, one insert: True when it added the row."""
+
+    async def insert(tx: Tx) -> bool:
+        return bool(
+            await tx.execute(
+                "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
+                " VALUES (?, ?, 'started', ?, ?) ON CONFLICT (request_id) DO NOTHING",
+                (request_id, tool_name, attempt, now_iso()),
+            )
+        )
+
+    return insert
 
 
 async def _settled(tx: Tx, request_id: str, attempt: int) -> Claim:

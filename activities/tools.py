@@ -193,12 +193,11 @@ class ToolActivities:
             TOOL_RUNS.labels(request.tool_name, _finished(done)).inc()
             return done
         # One transaction claims the request and counts the tool as started (Ledger.begin). It is
-        # taken while the tool prepares its launch, and the tool awaits it right before it changes
-        # anything (`ready`, see Workspace.ready): nothing that can fail comes between the two, so
-        # a failed attempt either left no trace (the next one runs it) or had started the tool (the
-        # next one reports unknown).
-        attempt = activity.info().attempt
-        claim = asyncio.ensure_future(self._ledger.begin(request.request_id, request.tool_name, attempt))
+        # taken at once, or while the tool prepares its launch, and the tool awaits it right before
+        # it changes anything (`ready`, see Workspace.ready): nothing that can fail comes between
+        # the two, so a failed attempt either left no trace (the next one runs it) or had started
+        # the tool (the next one reports unknown).
+        claim = self._claim(request, activity.info().attempt)
         gate = LedgerGate(claim, lambda: beside.add(lambda: self._mark_running(request.request_id)))
         activity.heartbeat()
         result: ToolResult | None = None
@@ -225,6 +224,16 @@ class ToolActivities:
             self._projection.mark_execution(request.request_id, _finished(result)),
         )
         return result
+
+    def _claim(self, request: ToolRequest, attempt: int) -> asyncio.Future[Claim]:
+        """The ledger's claim: taken at once when the store can take it without waiting (see
+        Ledger.begin_at_once), else by a task that runs while the tool prepares its launch."""
+        now = self._ledger.begin_at_once(request.request_id, request.tool_name, attempt)
+        if now is None:
+            return asyncio.ensure_future(self._ledger.begin(request.request_id, request.tool_name, attempt))
+        taken: asyncio.Future[Claim] = asyncio.get_running_loop().create_future()
+        taken.set_result(now)
+        return taken
 
     async def _mark_running(self, request_id: str) -> None:
         try:

@@ -50,6 +50,13 @@ class Backend(Protocol):
         """Run operation(tx) in one transaction and return its result; nothing here blocks the loop."""
         ...
 
+    def try_now(self, operation: Operation[T]) -> T | None:
+        """Run a short write on the calling thread, in one transaction, when the database takes it
+        without waiting (an embedded file no other writer holds); None when it cannot, and nothing
+        was written: then call `run`. For a write that something waits on, to spare it the trip to
+        a worker thread (see Ledger.begin_at_once)."""
+        ...
+
     async def event_mark(self) -> int:
         """A counter that grows when ui_events rows arrive: take it before reading the log."""
         ...

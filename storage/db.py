@@ -119,18 +119,36 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     return conn
 
 
-class Writer:
-    """Serialises this process's writes through one connection (sqlite allows one writer)."""
+def connect_never_waiting(path: Path) -> sqlite3.Connection:
+    """A second writer for a file the process's writer has opened (so it exists, in WAL, with its
+    schema) that answers at once: a file another writer holds raises `busy` instead of waiting,
+    and a commit never runs a checkpoint (its fsyncs are left to the process's writer thread)."""
+    conn = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    for pragma in ("busy_timeout=0", "synchronous=NORMAL", "wal_autocheckpoint=0"):
+        conn.execute(f"PRAGMA {pragma}")
+    return conn
 
-    def __init__(self, path: Path, component: Component = "projection") -> None:
+
+class Writer:
+    """Serialises this process's writes through one connection (sqlite allows one writer).
+    `waits=False`: the connection never waits (see `connect_never_waiting`)."""
+
+    def __init__(self, path: Path, component: Component = "projection", waits: bool = True) -> None:
         self.path = path
         self._component: Component = component
+        self._waits = waits
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._file: tuple[int, int] | None = None
 
     def transaction(self) -> _Transaction:
         return _Transaction(self)
+
+    @property
+    def opened(self) -> bool:
+        """Whether this writer has opened its file (created it, in WAL, with its schema)."""
+        return self._conn is not None
 
     def close(self) -> None:
         with self._lock:
@@ -144,7 +162,7 @@ class Writer:
         if self._conn is None or _identity(self.path) != self._file:
             if self._conn is not None:
                 self._conn.close()
-            self._conn = connect_writer(self.path, self._component)
+            self._conn = connect_writer(self.path, self._component) if self._waits else connect_never_waiting(self.path)
             self._file = _identity(self.path)
         return self._conn
 

@@ -103,6 +103,10 @@ class PostgresBackend:
         async with pool.connection() as conn, conn.transaction():
             return await operation(PostgresTx(conn))
 
+    def try_now(self, operation: Operation[T]) -> T | None:
+        """Never: every statement is a round trip to the server, awaited on the loop by `run`."""
+        return None
+
     async def event_mark(self) -> int:
         """A counter that grows with every NOTIFY; take it before reading, then wait on it."""
         await self._ready()

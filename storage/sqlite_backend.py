@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from pathlib import Path
 
 from storage.backend import Component, Operation, T
@@ -20,11 +21,24 @@ class SqliteBackend:
         self.location = str(path)
         self._component: Component = component
         self._writer = Writer(path, component)
+        self._at_once = Writer(path, component, waits=False)  # for try_now, on the caller's thread
         self._watch: WalWatch | None = None
         self._watching = False
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         return await asyncio.to_thread(self._run, operation, write)
+
+    def try_now(self, operation: Operation[T]) -> T | None:
+        if not self._writer.opened:
+            return None  # the file is made (and its schema checked) by `run`'s writer first
+        try:
+            with self._at_once.transaction() as conn:
+                return drive(operation(SqliteTx(conn)))  # type: ignore[arg-type]
+        except sqlite3.OperationalError:
+            # Busy, or a file replaced under it: closing the connection rolls back whatever it
+            # began, and `run` does it all again (or says what is wrong).
+            self._at_once.close()
+            return None
 
     def _run(self, operation: Operation[T], write: bool) -> T:
         if write or self._component != "projection":
@@ -59,3 +73,4 @@ class SqliteBackend:
         if self._watch is not None:
             self._watch.stop()
         await asyncio.to_thread(self._writer.close)
+        self._at_once.close()

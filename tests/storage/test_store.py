@@ -4,6 +4,7 @@ wins across processes, at-most-once ledger claims, keyset pages, versioned migra
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -183,6 +184,37 @@ async def test_begin_claims_and_starts_in_one_step_for_exactly_one_attempt(datab
     assert (again.verdict, again.result) == ("finished", result)
     for ledger in ledgers:
         await ledger.close()
+
+
+async def test_a_claim_taken_at_once_is_the_first_attempts_and_a_busy_file_is_left_to_begin(database: Db) -> None:
+    """On SQLite the first attempt's claim is taken on the caller's thread; a file another writer
+    holds is not waited for (None, nothing written) and `begin` then takes it. A later attempt and
+    PostgreSQL always go through `begin`."""
+    location = database if isinstance(database, str) else database.with_name("ledger.db")
+    ledger, other = Ledger(location), Ledger(location)
+    assert ledger.begin_at_once("perm_c_call_0", "run_shell", 1) is None, "nothing opened the store yet"
+    assert (await ledger.begin("perm_c_call_0", "run_shell", 1)).verdict == "run"  # opens it
+    first = ledger.begin_at_once("perm_c_call_1", "run_shell", 1)
+    if isinstance(database, str):  # PostgreSQL: every claim is a round trip, awaited by `begin`
+        assert first is None
+        assert await ledger.state_of("perm_c_call_1") is None
+    else:
+        assert first is not None and first.verdict == "run"
+        assert await other.state_of("perm_c_call_1") == "started"
+        assert ledger.begin_at_once("perm_c_call_1", "run_shell", 2) is None, "a later attempt settles in begin"
+        assert (await other.begin("perm_c_call_1", "run_shell", 2)).verdict == "unknown"
+        holder = sqlite3.connect(location, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing the ledger
+        try:
+            assert ledger.begin_at_once("perm_c_call_2", "run_shell", 1) is None, "a busy file is not waited for"
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert await other.state_of("perm_c_call_2") is None, "nothing was written"
+        assert (await ledger.begin("perm_c_call_2", "run_shell", 1)).verdict == "run"
+        assert ledger.begin_at_once("perm_c_call_3", "run_shell", 1) is not None, "the next one is at once again"
+    await ledger.close()
+    await other.close()
 
 
 async def test_keyset_pages_list_every_row_once_newest_first(database: Db) -> None:

@@ -34,6 +34,9 @@ class SlowLedger(Ledger):
         super().__init__(location)
         self.claims: list[tuple[float, float]] = []
 
+    def begin_at_once(self, request_id: str, tool_name: str, attempt: int) -> Claim | None:
+        return None  # a claim that cannot be taken at once (as on PostgreSQL): `begin`, beside the launch
+
     async def begin(self, request_id: str, tool_name: str, attempt: int) -> Claim:
         started = time.time()
         await asyncio.sleep(CLAIM_SECONDS)
