@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from core.models import ToolResult
-from storage.backend import Backend, Tx, open_backend, run_autocommit
+from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
 from storage.writes import now_iso
 
 
@@ -77,7 +77,8 @@ class Ledger:
         without waiting (an embedded file no other writer holds: about 0.1 ms). The tool's launch
         then waits for no worker thread. None: the request is not this simple case (a later
         attempt, a busy file, a server) or nothing was written: call `begin`."""
-        return Claim("run") if self._backend.try_now(_first_start(request_id, tool_name, attempt)) else None
+        done = self._backend.try_now(_first_start(request_id, tool_name, attempt))
+        return Claim("run") if done is not None and done.value else None
 
     async def start(self, request_id: str, attempt: int) -> bool:
         """The tool is about to run: True only for the attempt that still owns the claim."""
@@ -92,7 +93,7 @@ class Ledger:
         )
 
     async def finish(self, request_id: str, result: ToolResult) -> None:
-        await run_autocommit(
+        await run_short(
             self._backend,
             lambda tx: tx.execute(
                 "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ? WHERE request_id = ?",

@@ -9,8 +9,9 @@ runs in one transaction through `Backend.run`, so the callers never see a connec
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from config.database_location import is_postgres, sqlite_path
 
@@ -41,6 +42,13 @@ class Tx(Protocol):
 Operation = Callable[[Tx], Awaitable[T]]
 
 
+@dataclass(frozen=True)
+class Done(Generic[T]):
+    """What an operation returned when `Backend.try_now` ran it."""
+
+    value: T
+
+
 class Backend(Protocol):
     """A database holding one component's tables (created and upgraded on first use)."""
 
@@ -50,11 +58,11 @@ class Backend(Protocol):
         """Run operation(tx) in one transaction and return its result; nothing here blocks the loop."""
         ...
 
-    def try_now(self, operation: Operation[T]) -> T | None:
+    def try_now(self, operation: Operation[T]) -> Done[T] | None:
         """Run a short write on the calling thread, in one transaction, when the database takes it
         without waiting (an embedded file no other writer holds); None when it cannot, and nothing
         was written: then call `run`. For a write that something waits on, to spare it the trip to
-        a worker thread (see Ledger.begin_at_once)."""
+        a worker thread (see `run_short`)."""
         ...
 
     async def event_mark(self) -> int:
@@ -85,3 +93,13 @@ async def run_autocommit(backend: Backend, operation: Operation[T]) -> T:
     need no transaction around them (at READ COMMITTED a transaction's reads take no locks either).
     SQLite runs it in one transaction as usual: a local commit costs no round trip."""
     return await backend.run(operation, write=not is_postgres(backend.location))
+
+
+async def run_short(backend: Backend, operation: Operation[T]) -> T:
+    """A short write something waits for (a tool's launch, or the activity that returns after it):
+    on the caller's thread when the store takes it at once (an embedded file no other writer holds,
+    `Backend.try_now`), else as `run_autocommit` runs it."""
+    done = backend.try_now(operation)
+    if done is not None:
+        return done.value
+    return await run_autocommit(backend, operation)

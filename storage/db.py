@@ -7,6 +7,7 @@ migrations, applied in one transaction, so a reader never sees half a schema.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -19,6 +20,7 @@ from storage.backend import Component, Dialect
 from storage.migrations import latest_version, migrate
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class SqliteTx:
@@ -144,6 +146,15 @@ class Writer:
 
     def transaction(self) -> _Transaction:
         return _Transaction(self)
+
+    def checkpoint(self) -> None:
+        """Copy the WAL's pages into the database file, as far as no reader needs them; never
+        raises (the next checkpoint does what this one could not)."""
+        with self._lock:
+            try:
+                self._connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as err:
+                log.warning("could not checkpoint %s: %s", self.path, err)
 
     @property
     def opened(self) -> bool:

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from storage.backend import Component, Dialect, Operation, T
+from storage.backend import Component, Dialect, Done, Operation, T
 from storage.migrations import migrate
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class PostgresBackend:
         async with pool.connection() as conn, conn.transaction():
             return await operation(PostgresTx(conn))
 
-    def try_now(self, operation: Operation[T]) -> T | None:
+    def try_now(self, operation: Operation[T]) -> Done[T] | None:
         """Never: every statement is a round trip to the server, awaited on the loop by `run`."""
         return None
 

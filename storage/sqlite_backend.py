@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from pathlib import Path
 
-from storage.backend import Component, Operation, T
+from storage.backend import Component, Done, Operation, T
 from storage.db import SqliteTx, Writer, connect_reader, drive
 from storage.sqlite_wakeup import WalWatch
 
 # The UI's event stream looks again this often when no inotify watch can tell it a commit happened.
 POLL_INTERVAL = 0.25
+# The WAL's size at which commits made at once (try_now) have the writer thread checkpoint it:
+# SQLite's own automatic checkpoint, 1,000 pages of 4 KiB.
+WAL_CHECKPOINT_BYTES = 4_096_000
 
 
 class SqliteBackend:
@@ -22,23 +26,38 @@ class SqliteBackend:
         self._component: Component = component
         self._writer = Writer(path, component)
         self._at_once = Writer(path, component, waits=False)  # for try_now, on the caller's thread
+        self._checkpointing: asyncio.Future[None] | None = None
         self._watch: WalWatch | None = None
         self._watching = False
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         return await asyncio.to_thread(self._run, operation, write)
 
-    def try_now(self, operation: Operation[T]) -> T | None:
+    def try_now(self, operation: Operation[T]) -> Done[T] | None:
         if not self._writer.opened:
             return None  # the file is made (and its schema checked) by `run`'s writer first
         try:
             with self._at_once.transaction() as conn:
-                return drive(operation(SqliteTx(conn)))  # type: ignore[arg-type]
+                done: Done[T] = Done(drive(operation(SqliteTx(conn))))  # type: ignore[arg-type]
         except sqlite3.OperationalError:
             # Busy, or a file replaced under it: closing the connection rolls back whatever it
             # began, and `run` does it all again (or says what is wrong).
             self._at_once.close()
             return None
+        self._checkpoint_when_grown()
+        return done
+
+    def _checkpoint_when_grown(self) -> None:
+        """Commits made at once run no checkpoint (see connect_never_waiting): once the WAL has
+        grown past WAL_CHECKPOINT_BYTES, this process's writer thread checkpoints it."""
+        if self._checkpointing is not None and not self._checkpointing.done():
+            return
+        try:
+            grown = os.stat(f"{self.path}-wal").st_size >= WAL_CHECKPOINT_BYTES
+        except FileNotFoundError:
+            return
+        if grown:
+            self._checkpointing = asyncio.ensure_future(asyncio.to_thread(self._writer.checkpoint))
 
     def _run(self, operation: Operation[T], write: bool) -> T:
         if write or self._component != "projection":
@@ -72,5 +91,7 @@ class SqliteBackend:
     async def close(self) -> None:
         if self._watch is not None:
             self._watch.stop()
+        if self._checkpointing is not None:
+            await asyncio.wait([self._checkpointing])
         await asyncio.to_thread(self._writer.close)
         self._at_once.close()

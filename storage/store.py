@@ -34,7 +34,7 @@ from storage import (
     users,
     writes,
 )
-from storage.backend import Backend, Tx, open_backend, run_autocommit
+from storage.backend import Backend, Tx, open_backend, run_short
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
 from storage.users import Principal
@@ -95,7 +95,7 @@ class ProjectionStore:
         return await self.backend.run(lambda tx: previous_content.find(tx, request_id), write=False)
 
     async def mark_execution(self, request_id: str, state: str) -> None:
-        await run_autocommit(self.backend, lambda tx: writes.mark_execution(tx, request_id, state))
+        await run_short(self.backend, lambda tx: writes.mark_execution(tx, request_id, state))
 
     async def resolve_stale(
         self, conversation_id: str, resolutions: dict[str, str], keep: set[str], reason: dict[str, str]
@@ -120,8 +120,8 @@ class ProjectionStore:
     # Claims: the deciders' arbiter (first decision wins across every process and host).
     async def claim_decision(self, decision: DecisionInput) -> ClaimedDecision:
         # A single approval is claimed in two statements and no transaction: on PostgreSQL two round
-        # trips before the signal instead of six.
-        claimed = await run_autocommit(self.backend, lambda tx: claims.claim_in_autocommit(tx, decision))
+        # trips before the signal instead of six; on SQLite on this thread, when the file is free.
+        claimed = await run_short(self.backend, lambda tx: claims.claim_in_autocommit(tx, decision))
         if claimed is not None:
             return claimed
         return await self.backend.run(lambda tx: claims.claim_decision(tx, decision))
