@@ -147,6 +147,12 @@ class Writer:
     def transaction(self) -> _Transaction:
         return _Transaction(self)
 
+    def close_if_in_transaction(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._conn.in_transaction:
+                self._conn.close()
+                self._conn = None
+
     def checkpoint(self) -> None:
         """Copy the WAL's pages into the database file, as far as no reader needs them; never
         raises (the next checkpoint does what this one could not)."""

@@ -40,9 +40,10 @@ class SqliteBackend:
             with self._at_once.transaction() as conn:
                 done: Done[T] = Done(drive(operation(SqliteTx(conn))))  # type: ignore[arg-type]
         except sqlite3.OperationalError:
-            # Busy, or a file replaced under it: closing the connection rolls back whatever it
-            # began, and `run` does it all again (or says what is wrong).
-            self._at_once.close()
+            # Busy (the transaction never began), or a file replaced under it: `run` does it all
+            # again, or says what is wrong. A connection left inside a transaction is closed,
+            # which rolls it back; a busy one is kept for the next write.
+            self._at_once.close_if_in_transaction()
             return None
         self._checkpoint_when_grown()
         return done
