@@ -58,6 +58,10 @@ class SqliteBackend:
         except FileNotFoundError:
             return
         if grown:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:  # called with no loop running: the writer's next commit checkpoints
+                return
             self._checkpointing = asyncio.ensure_future(asyncio.to_thread(self._writer.checkpoint))
 
     def _run(self, operation: Operation[T], write: bool) -> T:
