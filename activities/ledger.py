@@ -6,9 +6,9 @@ has not started) -> `started` (written durably just before the tool runs) -> `fi
 its result). A later attempt that finds it `claimed` runs it (nothing ran yet); one that finds it
 `started` does not run it again and reports the outcome as unknown; one that finds it `finished`
 returns the recorded result. The worker's tool activities take the first two steps in one
-transaction (`begin`) while the tool prepares its launch, and the tool starts only once it says
-`run` (Workspace.ready). Every step is a conditional statement, so concurrent attempts on
-different hosts agree on one owner.
+transaction, at once (`begin_at_once`) or while the tool prepares its launch (`begin`), and the
+tool starts only once it says `run` (Workspace.ready). Every step is a conditional statement, so
+concurrent attempts on different hosts agree on one owner.
 """
 
 from __future__ import annotations
