@@ -1,11 +1,12 @@
 """The durable timers of one waiting request: notify, remind, escalate, warn, and finally expire.
 
 Every timer has a summary, so the Temporal Web UI shows what the request waits for next, and each
-ends the moment a decision lands; a conversation's decided call hands its last timer to its tool
-runner, which cancels it with the tool's result, off the decision's workflow task. Notifications are started, never
-awaited: a receiver that is down retries on its own while the request (and the turn) go on. A
-request whose rules name no channel and no timer waits exactly as it always did (one expiry timer,
-no patch marker), so conversations recorded before notifications existed replay unchanged.
+ends the moment a decision lands; a conversation's approved call hands its last timer to its tool
+runner, which cancels it with the tool's result, off the decision's workflow task. Notifications
+are started, never awaited: a receiver that is down retries on its own while the request (and the
+turn) go on. A request whose rules name no channel and no timer waits exactly as it always did (one
+expiry timer, no patch marker), so conversations recorded before notifications existed replay
+unchanged.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class RequestTimers:
     ) -> None:
         self._record = record
         # Given `keep` (behind a patch): the timer a decision ends is handed to it, not cancelled
-        # here, so the decision's workflow task cancels no timer (see ToolRunner.keep_timer).
+        # here, so the decision's workflow task cancels no timer (see ToolRunner._keep_timer).
         self._keep = keep
         self._expire = expire
         self._changed = changed
