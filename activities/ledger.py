@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from core.models import ToolResult
-from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
+from storage.backend import Backend, Tx, open_backend, run_autocommit
 from storage.writes import now_iso
 
 
@@ -93,7 +93,7 @@ class Ledger:
         )
 
     async def finish(self, request_id: str, result: ToolResult) -> None:
-        await run_short(
+        await run_autocommit(
             self._backend,
             lambda tx: tx.execute(
                 "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ? WHERE request_id = ?",

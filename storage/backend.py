@@ -96,9 +96,9 @@ async def run_autocommit(backend: Backend, operation: Operation[T]) -> T:
 
 
 async def run_short(backend: Backend, operation: Operation[T]) -> T:
-    """A short write something waits for (a tool's launch, or the activity that returns after it):
-    on the caller's thread when the store takes it at once (an embedded file no other writer holds,
-    `Backend.try_now`), else as `run_autocommit` runs it."""
+    """A short write a person's decision waits for (the door's claim): on the caller's thread when
+    the store takes it at once (an embedded file no other writer holds, `Backend.try_now`), else as
+    `run_autocommit` runs it."""
     done = backend.try_now(operation)
     if done is not None:
         return done.value

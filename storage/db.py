@@ -7,7 +7,6 @@ migrations, applied in one transaction, so a reader never sees half a schema.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 import time
@@ -20,7 +19,6 @@ from storage.backend import Component, Dialect
 from storage.migrations import latest_version, migrate
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 
 class SqliteTx:
@@ -124,7 +122,8 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
 def connect_never_waiting(path: Path) -> sqlite3.Connection:
     """A second writer for a file the process's writer has opened (so it exists, in WAL, with its
     schema) that answers at once: a file another writer holds raises `busy` instead of waiting,
-    and a commit never runs a checkpoint (its fsyncs are left to the process's writer thread)."""
+    and a commit never runs a checkpoint (its fsyncs are left to the writers that wait, which run one
+    after a commit finds the WAL past 1,000 pages, as SQLite does)."""
     conn = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     for pragma in ("busy_timeout=0", "synchronous=NORMAL", "wal_autocheckpoint=0"):
@@ -152,15 +151,6 @@ class Writer:
             if self._conn is not None and self._conn.in_transaction:
                 self._conn.close()
                 self._conn = None
-
-    def checkpoint(self) -> None:
-        """Copy the WAL's pages into the database file, as far as no reader needs them; never
-        raises (the next checkpoint does what this one could not)."""
-        with self._lock:
-            try:
-                self._connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as err:
-                log.warning("could not checkpoint %s: %s", self.path, err)
 
     @property
     def opened(self) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
 from pathlib import Path
 
@@ -14,9 +13,6 @@ from storage.sqlite_wakeup import WalWatch
 
 # The UI's event stream looks again this often when no inotify watch can tell it a commit happened.
 POLL_INTERVAL = 0.25
-# The WAL's size at which commits made at once (try_now) have the writer thread checkpoint it:
-# SQLite's own automatic checkpoint, 1,000 pages of 4 KiB.
-WAL_CHECKPOINT_BYTES = 4_096_000
 
 
 class SqliteBackend:
@@ -26,7 +22,6 @@ class SqliteBackend:
         self._component: Component = component
         self._writer = Writer(path, component)
         self._at_once = Writer(path, component, waits=False)  # for try_now, on the caller's thread
-        self._checkpointing: asyncio.Future[None] | None = None
         self._watch: WalWatch | None = None
         self._watching = False
 
@@ -45,24 +40,7 @@ class SqliteBackend:
             # which rolls it back; a busy one is kept for the next write.
             self._at_once.close_if_in_transaction()
             return None
-        self._checkpoint_when_grown()
         return done
-
-    def _checkpoint_when_grown(self) -> None:
-        """Commits made at once run no checkpoint (see connect_never_waiting): once the WAL has
-        grown past WAL_CHECKPOINT_BYTES, this process's writer thread checkpoints it."""
-        if self._checkpointing is not None and not self._checkpointing.done():
-            return
-        try:
-            grown = os.stat(f"{self.path}-wal").st_size >= WAL_CHECKPOINT_BYTES
-        except FileNotFoundError:
-            return
-        if grown:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:  # called with no loop running: the writer's next commit checkpoints
-                return
-            self._checkpointing = asyncio.ensure_future(asyncio.to_thread(self._writer.checkpoint))
 
     def _run(self, operation: Operation[T], write: bool) -> T:
         if write or self._component != "projection":
@@ -96,7 +74,5 @@ class SqliteBackend:
     async def close(self) -> None:
         if self._watch is not None:
             self._watch.stop()
-        if self._checkpointing is not None:
-            await asyncio.wait([self._checkpointing])
         await asyncio.to_thread(self._writer.close)
         self._at_once.close()

@@ -34,7 +34,7 @@ from storage import (
     users,
     writes,
 )
-from storage.backend import Backend, Tx, open_backend, run_short
+from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
 from storage.users import Principal
@@ -95,7 +95,7 @@ class ProjectionStore:
         return await self.backend.run(lambda tx: previous_content.find(tx, request_id), write=False)
 
     async def mark_execution(self, request_id: str, state: str) -> None:
-        await run_short(self.backend, lambda tx: writes.mark_execution(tx, request_id, state))
+        await run_autocommit(self.backend, lambda tx: writes.mark_execution(tx, request_id, state))
 
     async def resolve_stale(
         self, conversation_id: str, resolutions: dict[str, str], keep: set[str], reason: dict[str, str]
