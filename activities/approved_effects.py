@@ -10,7 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.ledger import Ledger
-from core.models import ToolResult
+from core.models import APPROVED_RESOLUTIONS, ToolResult
 from durable_approvals.types import (
     APPROVED_EFFECT_BEGIN,
     APPROVED_EFFECT_FINISH,
@@ -21,7 +21,6 @@ from durable_approvals.types import (
 from storage.store import ProjectionStore
 
 ERROR_NOT_APPROVED = "NotApproved"
-_APPROVED = ("allow", "always_allow", "edit")
 
 
 def _key(request_id: str) -> str:
@@ -35,7 +34,7 @@ class ApprovedEffectActivities:
     @activity.defn(name=APPROVED_EFFECT_BEGIN)
     async def approved_effect_begin(self, claim: EffectClaimInput) -> EffectClaim:
         row = await self._store.approval(claim.request_id)
-        if row is None or row["decision"] not in _APPROVED:
+        if row is None or row["decision"] not in APPROVED_RESOLUTIONS:
             decided = "no such request" if row is None else f"its decision is {row['decision'] or 'pending'}"
             raise ApplicationError(
                 f"{claim.request_id} was not approved ({decided}): its effect may not run",

@@ -43,6 +43,7 @@ TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 Decision = Literal["allow", "deny", "always_allow", "edit"]
 # `stale`: approved, but its target changed before it ran; it did not run and was asked again.
 Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "canceled", "stale"]
+APPROVED_RESOLUTIONS: tuple[Resolution, ...] = ("allow", "always_allow", "edit")  # those that run the call
 PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp", "subagent", "external"]
 RuleVerdict = Literal["allow", "ask", "deny"]

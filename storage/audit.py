@@ -12,7 +12,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from core.models import ApprovalRecord, arguments_hash
+from core.models import APPROVED_RESOLUTIONS, ApprovalRecord, arguments_hash
 from storage.backend import Tx
 
 
@@ -35,7 +35,7 @@ _OUTCOMES = {"done": "ran", "failed": "failed", "unknown": "unknown", "running":
 def outcome(decision: str | None, execution_state: str | None) -> str:
     if decision is None:
         return "waiting"
-    if decision not in ("allow", "always_allow", "edit"):
+    if decision not in APPROVED_RESOLUTIONS:
         return "not run"
     if execution_state is None:
         return "not recorded"

@@ -126,7 +126,7 @@ def connect_never_waiting(path: Path) -> sqlite3.Connection:
     after a commit finds the WAL past 1,000 pages, as SQLite does)."""
     conn = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    for pragma in ("busy_timeout=0", "synchronous=NORMAL", "wal_autocheckpoint=0"):
+    for pragma in ("synchronous=NORMAL", "wal_autocheckpoint=0"):  # timeout=0: no busy wait
         conn.execute(f"PRAGMA {pragma}")
     return conn
 

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
     from core.edits import EditDesk, ran_with
     from core.models import (
+        APPROVED_RESOLUTIONS,
         ApprovalRecord,
         ApprovalRequestedProjection,
         ChatMessage,
@@ -48,8 +49,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.resolutions import ResolutionMirror
     from workflows.status import StatusKeeper
     from workflows.tool_dispatch import run_pinned
-
-APPROVED = ("allow", "always_allow", "edit")  # the resolutions that run the call
 
 # Turns list their tools with an activity; histories recorded before that offer the built-ins.
 # Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
@@ -239,7 +238,7 @@ class ToolRunner:
         while True:
             if record is not None:
                 await _decided(record)
-                if record.resolution not in APPROVED:
+                if record.resolution not in APPROVED_RESOLUTIONS:
                     self._record(plan.call, outcome_message(record))
                     return
             if self._ctx.is_closed():
@@ -316,7 +315,7 @@ class ToolRunner:
         """Once decided, run a request opened outside a model's message; None: it did not run."""
         await _decided(record)
         spec = BUILTIN_CATALOG.tools.get(record.tool_name)
-        if record.resolution not in APPROVED or spec is None or self._ctx.is_closed():
+        if record.resolution not in APPROVED_RESOLUTIONS or spec is None or self._ctx.is_closed():
             self._cancel_decided_timers()
             return None
         call = ToolCall(id=record.tool_call_id, name=record.tool_name, arguments="{}")
@@ -397,7 +396,7 @@ class ToolRunner:
     def _keep_timer(self, record: ApprovalRecord, timer: asyncio.Future[None]) -> None:
         """The timer a decision ended: an approved call's is cancelled with its tool's result, off
         the deciding workflow task (where its command would delay the tool); any other's at once."""
-        if record.resolution in APPROVED:
+        if record.resolution in APPROVED_RESOLUTIONS:
             self._decided_timers.append(timer)
         else:
             timer.cancel()
