@@ -95,6 +95,12 @@ class Bench:
             self._postgres = PostgresServer().start()
         return self._postgres.new_database()
 
+    def postgres_pid(self) -> int | None:
+        """The run's PostgreSQL server (its postmaster), once a scenario started it."""
+        if self._postgres is None:
+            return None
+        return int((self._postgres.data / "postmaster.pid").read_text().split()[0])
+
     def close(self) -> None:
         if self._postgres is not None:
             self._postgres.stop()

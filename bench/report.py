@@ -207,7 +207,31 @@ def _recovery(s: dict[str, Any]) -> list[str]:
             f" task ratio (task_ratio_to_floor): {best}.",
             "",
         ]
+    if "cpu_ratio_to_floor" in s and floor is not None:
+        out += _recovery_cpu(backends, floor, s["cpu_ratio_to_floor"])
     return out
+
+
+def _recovery_cpu(backends: dict[str, Any], floor: dict[str, Any], cpu_ratio: dict[str, float]) -> list[str]:
+    """Where each drain's CPU went: the drain fills the machine's cores, so CPU per approval bounds it."""
+    parts = ["temporal", "postgresql", "workers", "bench", "total"]
+    drains = {**backends, "floor": floor}
+    rows = [
+        [name, *(r["cpu_ms_per_approval"].get(part, 0.0) for part in parts), r["share_timed_out_on_the_killed_worker"]]
+        for name, r in drains.items()
+    ]
+    head = ["drain", "Temporal server", "PostgreSQL", "workers (with their tools)", "bench (doors, model)", "total",
+            "share whose first task timed out on the killed worker"]  # fmt: skip
+    best = ", ".join(f"{backend} {ratio}" for backend, ratio in cpu_ratio.items())
+    return [
+        "CPU milliseconds per approval during each drain, per process:",
+        "",
+        *_table(head, rows),
+        f"With the cores as full as in the floor's drain, the ratio would be the floor's CPU per approval over"
+        f" ours (cpu_ratio_to_floor): {best}. A first task handed to the killed worker waits out its sticky"
+        " queue's timeout (10 s) before a new worker gets it, which lengthens that drain by as much.",
+        "",
+    ]
 
 
 def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:

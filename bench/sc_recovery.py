@@ -18,6 +18,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 
 from bench import phases, script
+from bench.cpu_use import cpu_seconds, ms_per_approval
 from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
 from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
@@ -30,19 +31,25 @@ BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
 SAMPLED = 20  # histories read to count the Temporal tasks one approval costs
 _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+_TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
 
-async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> float:
-    """Workflow tasks plus activity tasks from the decision (its signal, or the workflow task that
-    took its update) to the end of its turn, per approval (median over SAMPLED workflows): the
-    work the server and the workers do per drain."""
-    counts = []
+async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> dict[str, float]:
+    """Over SAMPLED workflows, from the decision (its signal, or the workflow task that took its
+    update) to the end of its turn: workflow tasks plus activity tasks per approval (median), the
+    work the server and the workers do per drain; and the share whose first task was handed to the
+    killed worker and timed out there (its sticky queue, seconds later) before a new worker got it."""
+    counts, timed_out = [], 0
     for wid in ids[:SAMPLED]:
         events = (await bench.client.get_workflow_handle(wid).fetch_history()).events
         start = phases.decision_start(events, signal, update)
         if start is not None:
             counts.append(sum(e.event_type in _TASKS for e in events[start:]))
-    return median(counts) if counts else 0.0
+            timed_out += any(e.event_type == _TIMED_OUT for e in events[start:])
+    return {
+        "tasks_per_approval": median(counts) if counts else 0.0,
+        "share_timed_out_on_the_killed_worker": round(timed_out / len(counts), 2) if counts else 0.0,
+    }
 
 
 async def _progress(db: Any, count: int, stop: asyncio.Event, label: str) -> None:
@@ -61,7 +68,12 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     task_ratio = {
         b: round(floor["tasks_per_approval"] / max(r["tasks_per_approval"], 1), 2) for b, r in backends.items()
     }
-    say(f"recovery: drain rate / the floor's: {ratio}; the floor's tasks per approval / ours: {task_ratio}")
+    # And by CPU: with the cores as full as the floor's, the ratio is the floor's CPU per approval over ours.
+    cpu_ratio = {
+        b: round(floor["cpu_ms_per_approval"]["total"] / r["cpu_ms_per_approval"]["total"], 2)
+        for b, r in backends.items()
+    }
+    say(f"recovery: drain rate / the floor's: {ratio}; tasks: {task_ratio}; CPU: {cpu_ratio}")
     return {
         "approvals": count,
         "workers": WORKERS,
@@ -69,6 +81,7 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         "floor": floor,
         "ratio_to_floor": ratio,
         "task_ratio_to_floor": task_ratio,
+        "cpu_ratio_to_floor": cpu_ratio,
     }
 
 
@@ -101,11 +114,12 @@ async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
     t_restart = time.monotonic()
     for _ in range(WORKERS):
         bench.start_worker(settings, "floor", DEFAULT_CACHE)
-    t0 = time.monotonic()
+    cpu_before, t0 = cpu_seconds(bench), time.monotonic()
     await bounded(ids, lambda fid: bench.client.get_workflow_handle(fid).signal(FLOOR_SIGNAL), 50)
     sent_seconds = time.monotonic() - t0
     await asyncio.wait_for(bounded(ids, lambda fid: bench.client.get_workflow_handle(fid).result(), 50), 900)
     total = time.monotonic() - t0
+    cpu = ms_per_approval(cpu_before, cpu_seconds(bench), count)
     bench.stop_workers()
     tasks = await tasks_after_signal(bench, ids, FLOOR_SIGNAL)
     ran = ran_counts(settings)
@@ -118,7 +132,8 @@ async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
         "seconds_to_send_all_signals": round(sent_seconds, 1),
         "seconds_until_every_one_ran": round(total, 1),
         "approvals_per_second": round(count / total, 1),
-        "tasks_per_approval": tasks,
+        **tasks,
+        "cpu_ms_per_approval": cpu,
     }
 
 
@@ -136,7 +151,7 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
     t_restart = time.monotonic()
     for _ in range(WORKERS):  # on one host: both poll its task queue, where the tools are pinned
         bench.start_worker(settings, "ours", DEFAULT_CACHE)
-    t0 = time.monotonic()
+    cpu_before, t0 = cpu_seconds(bench), time.monotonic()
     stop = asyncio.Event()
     reporter = asyncio.create_task(_progress(settings.approvals_db, count, stop, label))
     store = ProjectionStore(settings.approvals_db)  # one open store, as a running UI holds it
@@ -145,6 +160,7 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
     sent_seconds = time.monotonic() - t0
     await wait_idle(settings.approvals_db, count, timeout=900)
     total = time.monotonic() - t0
+    cpu = ms_per_approval(cpu_before, cpu_seconds(bench), count)
     stop.set()
     await reporter
     bench.stop_workers()
@@ -168,5 +184,6 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
         "tools_run": sum(ran.get(cid, 0) for cid in ids),
         "model_requests": sum(asked[c] for c in ids),
         "assistant_messages": 2 * count,
-        "tasks_per_approval": tasks,
+        **tasks,
+        "cpu_ms_per_approval": cpu,
     }

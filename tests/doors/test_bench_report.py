@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.report import _latency, _request_latency
+from bench.report import _latency, _recovery, _request_latency
 
 
 def _times(p50: float) -> dict[str, float]:
@@ -61,3 +61,42 @@ def test_the_latency_section_says_how_long_the_bench_stayed_quiet_when_the_run_r
     assert "ours for 250 ms before it reads the read model" in page
     del latency["quiet_ms"]  # a run from before the quiet wait renders as it did
     assert "before it reads the read model" not in "\n".join(_latency(latency, None))
+
+
+def _drain(rate: float, tasks: float, cpu: dict[str, float], timed_out: float) -> dict[str, Any]:
+    return {
+        "approvals": 1000,
+        "workflows": 1000,
+        "workers_start_seconds": 1.5,
+        "seconds_to_send_all_decisions": 40.0,
+        "seconds_to_send_all_signals": 1.3,
+        "seconds_until_every_turn_complete": 50.0,
+        "seconds_until_every_one_ran": 31.0,
+        "approvals_per_second": rate,
+        "tools_run": 1000,
+        "model_requests": 2000,
+        "assistant_messages": 2000,
+        "tasks_per_approval": tasks,
+        "cpu_ms_per_approval": cpu,
+        "share_timed_out_on_the_killed_worker": timed_out,
+    }
+
+
+def test_the_recovery_section_shows_each_drains_cpu_and_its_timed_out_share() -> None:
+    ours = {"temporal": 31.0, "postgresql": 0.0, "workers": 37.0, "bench": 2.5, "total": 70.5}
+    floor = {"temporal": 16.0, "postgresql": 0.0, "workers": 12.5, "bench": 1.0, "total": 29.5}
+    results: dict[str, Any] = {
+        "workers": 2,
+        "backends": {"sqlite": _drain(20.0, 7.0, ours, 0.0)},
+        "floor": _drain(32.0, 3.0, floor, 1.0),
+        "ratio_to_floor": {"sqlite": 0.62},
+        "task_ratio_to_floor": {"sqlite": 0.43},
+        "cpu_ratio_to_floor": {"sqlite": 0.42},
+    }
+    page = "\n".join(_recovery(results))
+    assert "| sqlite | 31.0 | 0.0 | 37.0 | 2.5 | 70.5 | 0.0 |" in page
+    assert "| floor | 16.0 | 0.0 | 12.5 | 1.0 | 29.5 | 1.0 |" in page
+    assert "(cpu_ratio_to_floor): sqlite 0.42" in page
+    # A run from before the CPU was read renders as it did.
+    del results["cpu_ratio_to_floor"]
+    assert "CPU milliseconds" not in "\n".join(_recovery(results))

@@ -45,6 +45,15 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
         assert result["ratio_to_floor"][backend] > 0
         assert done["tasks_per_approval"] > result["floor"]["tasks_per_approval"], backend
     assert (result["floor"]["workflows"], result["floor"]["workers"]) == (5, 2)
+    # Each drain's CPU, per process, read while its workers ran (no PostgreSQL in this run).
+    for drain in (*result["backends"].values(), result["floor"]):
+        cpu = drain["cpu_ms_per_approval"]
+        assert cpu["temporal"] > 0 and cpu["workers"] > 0 and cpu["postgresql"] == 0.0, cpu
+        parts = sum(ms for part, ms in cpu.items() if part != "total")
+        assert abs(cpu["total"] - parts) <= 0.2, cpu  # the parts are rounded to 0.1 each
+        assert 0.0 <= drain["share_timed_out_on_the_killed_worker"] <= 1.0
+    ratio = result["cpu_ratio_to_floor"]["sqlite"]
+    assert ratio == round(result["floor"]["cpu_ms_per_approval"]["total"] / done["cpu_ms_per_approval"]["total"], 2)
     # The floor's signal costs a workflow task, its one activity, and the task that completes it.
     assert result["floor"]["tasks_per_approval"] == 3
 
