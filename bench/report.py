@@ -228,8 +228,9 @@ def _recovery_cpu(backends: dict[str, Any], floor: dict[str, Any], cpu_ratio: di
         "",
         *_table(head, rows),
         f"With the cores as full as in the floor's drain, the ratio would be the floor's CPU per approval over"
-        f" ours (cpu_ratio_to_floor): {best}. A first task handed to the killed worker waits out its sticky"
-        " queue's timeout (10 s) before a new worker gets it, which lengthens that drain by as much.",
+        f" ours (cpu_ratio_to_floor): {best}. A first task handed to the killed worker waits out that worker's"
+        " sticky queue (10 s) before a new worker gets it: the last column says how many did (of 20 spread over"
+        " the drain), and a drain with any lasts at least that long.",
         "",
     ]
 

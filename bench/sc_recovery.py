@@ -40,7 +40,8 @@ async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: 
     work the server and the workers do per drain; and the share whose first task was handed to the
     killed worker and timed out there (its sticky queue, seconds later) before a new worker got it."""
     counts, timed_out = [], 0
-    for wid in ids[:SAMPLED]:
+    # Spread over the drain: the decisions sent first are the ones most likely to reach the killed worker.
+    for wid in ids[:: max(1, len(ids) // SAMPLED)][:SAMPLED]:
         events = (await bench.client.get_workflow_handle(wid).fetch_history()).events
         start = phases.decision_start(events, signal, update)
         if start is not None:
