@@ -3,6 +3,8 @@ cores it fills, and so what a drain rate over the floor's can reach."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import TYPE_CHECKING
 
 import psutil
@@ -11,22 +13,25 @@ if TYPE_CHECKING:
     from bench.harness import Bench
 
 
-def _seconds(process: psutil.Process) -> float:
+def _used(process: psutil.Process) -> float:
     """The process's CPU time with that of its children it has waited for (the tools' processes)."""
-    try:
-        times = process.cpu_times()
-    except psutil.NoSuchProcess:
-        return 0.0
+    times = process.cpu_times()
     return times.user + times.system + times.children_user + times.children_system
 
 
-def _tree_seconds(pid: int) -> float:
-    """A server's CPU time with that of the processes it runs now (PostgreSQL's backends)."""
+def _seconds(pid: int, running_children: bool = False) -> float:
+    """`pid`'s CPU time (0 once it is gone); `running_children`: with that of the processes it runs
+    now (PostgreSQL's backends), each counted while it still runs."""
     try:
-        root = psutil.Process(pid)
-        return _seconds(root) + sum(_seconds(child) for child in root.children(recursive=True))
+        process = psutil.Process(pid)
+        used = _used(process)
+        children = process.children(recursive=True) if running_children else []
     except psutil.NoSuchProcess:
         return 0.0
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            used += _used(child)
+    return used
 
 
 def cpu_seconds(bench: Bench) -> dict[str, float]:
@@ -35,10 +40,10 @@ def cpu_seconds(bench: Bench) -> dict[str, float]:
     server, postgres = bench.server.proc, bench.postgres_pid()
     workers = [w.proc.pid for w in bench.workers if w.proc.poll() is None]
     return {
-        "temporal": _seconds(psutil.Process(server.pid)) if server is not None else 0.0,
-        "postgresql": _tree_seconds(postgres) if postgres is not None else 0.0,
-        "workers": sum(_seconds(psutil.Process(pid)) for pid in workers),
-        "bench": _seconds(psutil.Process()),
+        "temporal": _seconds(server.pid) if server is not None else 0.0,
+        "postgresql": _seconds(postgres, running_children=True) if postgres is not None else 0.0,
+        "workers": sum(_seconds(pid) for pid in workers),
+        "bench": _seconds(os.getpid()),
     }
 
 

@@ -34,7 +34,7 @@ _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACT
 _TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
 
-async def tasks_after_signal(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> dict[str, float]:
+async def after_the_decision(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> dict[str, float]:
     """Over SAMPLED workflows, from the decision (its signal, or the workflow task that took its
     update) to the end of its turn: workflow tasks plus activity tasks per approval (median), the
     work the server and the workers do per drain; and the share whose first task was handed to the
@@ -122,7 +122,7 @@ async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
     total = time.monotonic() - t0
     cpu = ms_per_approval(cpu_before, cpu_seconds(bench), count)
     bench.stop_workers()
-    tasks = await tasks_after_signal(bench, ids, FLOOR_SIGNAL)
+    tasks = await after_the_decision(bench, ids, FLOOR_SIGNAL)
     ran = ran_counts(settings)
     bench.check("recovery (floor): every tool ran exactly once", count, sum(1 for fid in ids if ran.get(fid) == 1))
     say(f"recovery (floor): {count} signals drained in {total:.1f}s ({count / total:.1f}/s)")
@@ -165,7 +165,7 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
     stop.set()
     await reporter
     bench.stop_workers()
-    tasks = await tasks_after_signal(bench, ids, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE)
+    tasks = await after_the_decision(bench, ids, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE)
     ran = ran_counts(settings)
     asked = script.requests_per_tag(bench.model)
     # A database of its own per scenario phase (PostgreSQL) or a file of its own (SQLite): only these rows.
