@@ -19,6 +19,7 @@ command root on the host, the launch fails closed.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -68,7 +69,10 @@ def scrubbed_env(policy: SandboxPolicy, environ: Mapping[str, str], home: str) -
 
 
 def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
+    """`path` is `root` or below it. Both are absolute and normalised, so their strings compare as
+    the paths do, with no Path built per call: a launch asks this dozens of times."""
+    below, top = str(path), str(root)
+    return below == top or below.startswith(top if top.endswith("/") else top + "/")
 
 
 def _steps(workspace: Path, policy: SandboxPolicy) -> list[tuple[str, ...]]:
@@ -101,8 +105,16 @@ def _steps(workspace: Path, policy: SandboxPolicy) -> list[tuple[str, ...]]:
 
 
 def _hidden(policy: SandboxPolicy) -> list[Path]:
-    named: list[str | Path] = [*policy.hidden, *SYSTEM_SECRETS]
-    return sorted({Path(os.path.abspath(p)) for p in named}, key=lambda p: len(p.parts))
+    return list(_hidden_paths(policy.hidden))
+
+
+@functools.cache
+def _hidden_paths(named: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The policy's hidden paths and the system's secrets, normalised, shallowest first (a worker has
+    a policy or two: worked out once each, not at every launch)."""
+    every: list[str | Path] = [*named, *SYSTEM_SECRETS]
+    paths = {Path(os.path.abspath(p)) for p in every}
+    return tuple(sorted(paths, key=lambda p: len(p.parts)))
 
 
 def hidden_inside(workspace: Path, policy: SandboxPolicy) -> list[Path]:
@@ -236,10 +248,48 @@ def choose_launcher(policy: SandboxPolicy, environ: Mapping[str, str] | None = N
     return name, binary
 
 
+# The launcher and mode each policy's choice settled on (see _choose), by what the choice depends on.
+_chosen: dict[tuple[str, int, int, str, tuple[str, ...]], tuple[str, str, str]] = {}
+
+
+def _choice_key(policy: SandboxPolicy, environ: Mapping[str, str]) -> tuple[str, int, int, str, tuple[str, ...]]:
+    return (policy.launcher, policy.uid, policy.gid, environ.get("PATH", os.defpath), _modes())
+
+
+def quick_to_launch(workspace: Path, policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether preparing a launch in `workspace` is a fraction of a millisecond, fit for the event
+    loop: no launcher left to probe (processes, up to PROBE_TIMEOUT_SECONDS), and no tree to hand to
+    the sandbox uid (the first launch in a workspace chowns everything in it)."""
+    if not policy.enabled:
+        return True
+    chosen = _chosen.get(_choice_key(policy, os.environ if environ is None else environ))
+    if chosen is None:
+        return False
+    if chosen[2] == "user":
+        return True
+    try:
+        top = os.stat(workspace, follow_symlinks=False)
+        if (top.st_uid, top.st_gid) == (policy.uid, policy.gid):
+            return True
+        with os.scandir(workspace) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
 def _choose(policy: SandboxPolicy, environ: Mapping[str, str]) -> tuple[str, str, str]:
-    """The first launcher and mode that start here, and not as the host's root."""
+    """The first launcher and mode that start here, and not as the host's root. Settled once per
+    policy and PATH: a candidate that failed its probe (bubblewrap as root in a container without
+    CAP_SYS_ADMIN) is not started again before every launch."""
     if worker_is_root() and 0 in (policy.uid, policy.gid):
         raise SandboxUnavailable("the worker is root and the sandbox uid or gid is 0: tools do not run as root")
+    key = _choice_key(policy, environ)
+    if key not in _chosen:
+        _chosen[key] = _first_that_starts(policy, environ)
+    return _chosen[key]
+
+
+def _first_that_starts(policy: SandboxPolicy, environ: Mapping[str, str]) -> tuple[str, str, str]:
     wanted = LAUNCHERS if policy.launcher == "auto" else (policy.launcher,)
     reasons = []
     for name in wanted:

@@ -7,6 +7,7 @@ import asyncio
 import http.server
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,8 +16,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from activities import sandbox
 from activities.builtin_tools import KvStore, Workspace, run_shell
 from activities.sandbox import SandboxPolicy, SandboxUnavailable, sandboxed_launch
+from activities.sandbox_identity import worker_is_root
 from config.settings import ConfigError, Settings
 from core.models import DecisionInput
 from doors.control import send_decision, start_conversation
@@ -225,3 +228,58 @@ async def test_an_approved_command_fails_closed_when_no_sandbox_starts(
     assert "results: Error: not run" in (state.messages[-1].content or ""), "the model is told"
     assert not (workspace_of(settings, cid) / "ran.txt").exists()
     assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "failed"
+
+
+def test_a_launcher_that_failed_its_probe_is_not_started_again_before_each_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As bubblewrap as root in a container without CAP_SYS_ADMIN: the next launcher that starts runs
+    every command, and the one that failed is not started again (a process) before each of them."""
+    # Where a root worker's "dropped" probe (setpriv to the sandbox uid first) can run and log it too.
+    fakes = Path(tempfile.mkdtemp(prefix="failing-bwrap-"))
+    fakes.chmod(0o777)
+    started = fakes / "started"
+    started.touch()
+    started.chmod(0o666)
+    fake = fakes / "bwrap"
+    fake.write_text(
+        f"#!/bin/sh\necho started >> {started}\n"
+        "echo 'bwrap: creating new namespace failed: Operation not permitted' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fakes}:{os.environ.get('PATH', os.defpath)}")
+    workspace = tmp_path / "workspace"
+    for n in range(3):
+        assert shell(workspace, f"echo run {n}", SandboxPolicy()) == f"exit code 0\nrun {n}\n"
+    # Once per mode tried (a root worker tries two), at the first command only.
+    try:
+        assert started.read_text().count("started") == len(sandbox._modes())
+    finally:
+        shutil.rmtree(fakes)
+
+
+def test_a_launch_is_prepared_on_the_event_loop_only_when_nothing_slow_is_left(tmp_path: Path) -> None:
+    """Preparing a launch is quick once the launcher is chosen, unless the workspace still holds a
+    tree to hand to the sandbox uid (a root worker chowns all of it the first time)."""
+    environ = {"PATH": f"/usr/bin:/bin:/usr/sbin:/sbin:{tmp_path / 'not-a-dir'}"}  # a choice of its own
+    policy = SandboxPolicy(launcher="unshare")
+    first, empty, holding = tmp_path / "first", tmp_path / "empty", tmp_path / "holding"
+    for workspace in (first, empty, holding):
+        workspace.mkdir()
+    (holding / "tree").mkdir()
+    (holding / "tree" / "file.txt").write_text("x")
+    assert not sandbox.quick_to_launch(first, policy, environ)  # the launchers are probed first
+    sandboxed_launch(["true"], first, policy, environ)
+    assert sandbox.quick_to_launch(first, policy, environ)
+    assert sandbox.quick_to_launch(empty, policy, environ)
+    assert sandbox.quick_to_launch(holding, policy, environ) is not worker_is_root()
+    assert sandbox.quick_to_launch(first, replace(policy, enabled=False), {"PATH": "/nowhere"})
+
+
+def test_a_path_that_only_starts_like_a_hidden_one_is_not_inside_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    near = (tmp_path / "work", tmp_path / "workspace2", tmp_path / "workspace-data")
+    inside = (workspace / "secret", workspace / "deep" / "key")
+    found = sandbox.hidden_inside(workspace, SandboxPolicy(hidden=(*near, *inside)))
+    assert sorted(found) == sorted(inside)
+    assert set(near) <= set(sandbox.hidden_inside(Path("/"), SandboxPolicy(hidden=near)))  # the root holds all
