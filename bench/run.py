@@ -208,14 +208,20 @@ def merged(path: Path, new: dict[str, Any], names: list[str]) -> dict[str, Any]:
         rerun["baseline"] = new["baseline"]
     old["scenarios"].update(new["scenarios"])
     old["load_average"].update(new["load_average"])
-    kept = [c for c in old["checks"] if c["name"].split(":")[0].split("(")[0] not in names]
-    old["checks"] = kept + new["checks"]
+    kept = [c for c in old["checks"] if _scenario_of(c["name"]) not in names]
+    # One line per check: the latest (earlier merges left a backend's checks twice).
+    old["checks"] = list({c["name"]: c for c in kept + new["checks"]}.values())
     earlier = [{**r, "scenarios": [n for n in r["scenarios"] if n not in names]} for r in old.get("reruns", [])]
     old["reruns"] = [r for r in earlier if r["scenarios"]] + [rerun]
     for line in new["settings"]:
         if line not in old["settings"]:
             old["settings"].append(line)
     return old
+
+
+def _scenario_of(check: str) -> str:
+    """The scenario a check's name starts with: "recovery (sqlite): ..." and "latency_extstore(...)" alike."""
+    return check.split(":")[0].split("(")[0].strip()
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

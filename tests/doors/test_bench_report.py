@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import _latency, _recovery, _request_latency
+from bench.run import merged
 
 
 def _times(p50: float) -> dict[str, float]:
@@ -100,3 +101,37 @@ def test_the_recovery_section_shows_each_drains_cpu_and_its_timed_out_share() ->
     # A run from before the CPU was read renders as it did.
     del results["cpu_ratio_to_floor"]
     assert "CPU milliseconds" not in "\n".join(_recovery(results))
+
+
+def test_a_rerun_replaces_its_scenarios_checks_and_leaves_one_line_per_check(tmp_path: Path) -> None:
+    def check(name: str, actual: int) -> dict[str, Any]:
+        return {"name": name, "expected": 1, "actual": actual, "ok": actual == 1}
+
+    run = {"started_at": "t", "mode": "full", "duration_seconds": 1.0, "machine": {}, "settings": []}
+    earlier = {
+        **run,
+        "scenarios": {"recovery": {"old": True}, "inbox": {"kept": True}},
+        "load_average": {},
+        "checks": [
+            check("recovery (sqlite): ran once", 0),
+            check("recovery (sqlite): ran once", 0),
+            check("latency_extstore(threshold=0): ran once", 1),
+            check("inbox (sqlite): listed", 0),
+            check("inbox (sqlite): listed", 1),
+        ],
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(earlier))
+    rerun = {
+        **run,
+        "scenarios": {"recovery": {"new": True}},
+        "load_average": {},
+        "checks": [check("recovery (sqlite): ran once", 1)],
+    }
+    out = merged(path, rerun, ["recovery"])
+    assert out["scenarios"] == {"recovery": {"new": True}, "inbox": {"kept": True}}
+    assert [(c["name"], c["actual"]) for c in out["checks"]] == [
+        ("latency_extstore(threshold=0): ran once", 1),
+        ("inbox (sqlite): listed", 1),
+        ("recovery (sqlite): ran once", 1),
+    ]
