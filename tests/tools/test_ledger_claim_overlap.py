@@ -22,8 +22,8 @@ from core.models import ToolRequest, ToolResult
 from storage.store import ProjectionStore
 
 CLAIM_SECONDS = 0.3  # the claim is held this long, so the order of events is plain to see
-# The launch's preparation (on a thread) is held this long too: prepared in under a millisecond,
-# it could end before the event loop even started the claim's task, and the overlap not show.
+# The launch's preparation is held this long too: prepared in under a millisecond, it could end
+# before the claim's statement was even sent, and the overlap not show.
 PREPARE_SECONDS = 0.2
 
 
@@ -85,11 +85,15 @@ def recorded_launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, floa
     return prepared
 
 
+# The preparation runs on the event loop once the launcher is chosen (a quarter of a millisecond),
+# on a worker thread when it must first probe the launchers or hand a workspace's tree over.
+@pytest.mark.parametrize("on_the_loop", [True, False], ids=["on the loop", "on a thread"])
 async def test_the_claim_is_taken_while_the_launch_is_prepared_and_the_command_waits_for_it(
-    tools: tuple[ToolActivities, SlowLedger, Path], monkeypatch: pytest.MonkeyPatch
+    tools: tuple[ToolActivities, SlowLedger, Path], monkeypatch: pytest.MonkeyPatch, on_the_loop: bool
 ) -> None:
     activities, ledger, workspace_dir = tools
     prepared = recorded_launches(monkeypatch)
+    monkeypatch.setattr(sandbox_run, "quick_to_launch", lambda *_: on_the_loop)
     result = await ActivityEnvironment().run(activities.execute_tool, shell("r1", "date +%s.%N > started"))
 
     assert result.content.startswith("exit code 0"), result
