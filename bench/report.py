@@ -208,13 +208,11 @@ def _recovery(s: dict[str, Any]) -> list[str]:
             "",
         ]
     if "cpu_ratio_to_floor" in s and floor is not None:
-        out += _recovery_cpu(backends, floor, s["cpu_ratio_to_floor"], s.get("seconds_from_sigkill_to_new_workers"))
+        out += _recovery_cpu(backends, floor, s["cpu_ratio_to_floor"])
     return out
 
 
-def _recovery_cpu(
-    backends: dict[str, Any], floor: dict[str, Any], cpu_ratio: dict[str, float], window: float | None
-) -> list[str]:
+def _recovery_cpu(backends: dict[str, Any], floor: dict[str, Any], cpu_ratio: dict[str, float]) -> list[str]:
     """Where each drain's CPU went: the drain fills the machine's cores, so CPU per approval bounds it."""
     parts = ["temporal", "postgresql", "workers", "bench", "total"]
     drains = {**backends, "floor": floor}
@@ -232,20 +230,9 @@ def _recovery_cpu(
         f"With the cores as full as in the floor's drain, the ratio would be the floor's CPU per approval over"
         f" ours (cpu_ratio_to_floor): {best}. A first task handed to the killed worker waits out that worker's"
         " sticky queue (10 s) before a new worker gets it: the last column says how many did (of 20 spread over"
-        f" the drain), and a drain with any lasts at least that long.{_sticky_window(window)}",
+        " the drain), and a drain with any lasts at least that long.",
         "",
     ]
-
-
-def _sticky_window(window: float | None) -> str:
-    """What the run did about that wait (runs before it did nothing)."""
-    if window is None:
-        return ""
-    return (
-        f" Each drain's new workers started {window:g} s after its SIGKILL, when"
-        " the server no longer hands tasks to the killed worker's sticky queue, so that share should read 0 and"
-        " each ratio compares the drains themselves."
-    )
 
 
 def _history(s: dict[str, Any], how: tuple[str, str]) -> list[str]:

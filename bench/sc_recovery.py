@@ -30,12 +30,6 @@ from storage.store import ProjectionStore
 BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
 SAMPLED = 20  # histories read to count the Temporal tasks one approval costs
-# A workflow task scheduled while the server still counts the killed worker's sticky queue as polled
-# goes there and waits out its timeout (10 s) before a new worker gets it; later ones go straight to
-# the new workers. Each drain starts this long after its SIGKILL, so it measures the drain, not how
-# many decisions fell in that window: in earlier runs a tenth to all of a drain's, which moved
-# ratio_to_floor between 0.4 and 0.69 with the same code (the floor's signals all go out at once).
-STICKY_WINDOW_SECONDS = 12.0
 _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
 _TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
@@ -89,7 +83,6 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         "ratio_to_floor": ratio,
         "task_ratio_to_floor": task_ratio,
         "cpu_ratio_to_floor": cpu_ratio,
-        "seconds_from_sigkill_to_new_workers": STICKY_WINDOW_SECONDS,
     }
 
 
@@ -119,7 +112,6 @@ async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
     await bounded(ids, start, 50)
     await bounded(ids, lambda fid: _waiting(bench, fid), 50)
     bench.stop_workers()  # SIGKILL with every workflow waiting
-    await asyncio.sleep(STICKY_WINDOW_SECONDS)
     t_restart = time.monotonic()
     for _ in range(WORKERS):
         bench.start_worker(settings, "floor", DEFAULT_CACHE)
@@ -157,7 +149,6 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
         await park(bench, settings, ids, DEFAULT_CACHE)
         bench.stop_workers()  # SIGKILL with every approval waiting
     requests = pending_requests(settings.approvals_db)
-    await asyncio.sleep(STICKY_WINDOW_SECONDS)  # from this SIGKILL, or the parked scenario's
     t_restart = time.monotonic()
     for _ in range(WORKERS):  # on one host: both poll its task queue, where the tools are pinned
         bench.start_worker(settings, "ours", DEFAULT_CACHE)

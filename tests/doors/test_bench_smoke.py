@@ -22,7 +22,6 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
     monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)
     # One backend here: the drain is the same code on both, and `make bench` runs PostgreSQL's.
     monkeypatch.setattr(sc_recovery, "BACKENDS", ("sqlite",))
-    monkeypatch.setattr(sc_recovery, "STICKY_WINDOW_SECONDS", 0.0)  # the counts, not the drain's rate
     server = bench_server(tmp_path / "temporal.log").start()
     model = start_model()
     bench = Bench(
