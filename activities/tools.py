@@ -197,11 +197,15 @@ class ToolActivities:
         # it changes anything (`ready`, see Workspace.ready): nothing that can fail comes between
         # the two, so a failed attempt either left no trace (the next one runs it) or had started
         # the tool (the next one reports unknown).
-        claim = await self._claim(request, activity.info().attempt)
+        claim = self._claim(request, activity.info().attempt)
         gate = LedgerGate(claim, lambda: beside.add(lambda: self._mark_running(request.request_id)))
         activity.heartbeat()
         result: ToolResult | None = None
         try:
+            if not claim.done():
+                # One turn of the loop lets the claim send its statement before the launch's
+                # preparation, which holds the loop once the launcher is chosen (sandbox_run.py).
+                await asyncio.sleep(0)
             result = await run(request, beside.beat, gate.ready)
         except NotThisAttempt:
             pass
@@ -225,16 +229,12 @@ class ToolActivities:
         )
         return result
 
-    async def _claim(self, request: ToolRequest, attempt: int) -> asyncio.Future[Claim]:
+    def _claim(self, request: ToolRequest, attempt: int) -> asyncio.Future[Claim]:
         """The ledger's claim: taken at once when the store can take it without waiting (see
         Ledger.begin_at_once), else by a task that runs while the tool prepares its launch."""
         now = self._ledger.begin_at_once(request.request_id, request.tool_name, attempt)
         if now is None:
-            pending = asyncio.ensure_future(self._ledger.begin(request.request_id, request.tool_name, attempt))
-            # One turn of the loop lets the task send its statement before the launch's preparation,
-            # which holds the loop once the launcher is chosen (activities/sandbox_run.py).
-            await asyncio.sleep(0)
-            return pending
+            return asyncio.ensure_future(self._ledger.begin(request.request_id, request.tool_name, attempt))
         taken: asyncio.Future[Claim] = asyncio.get_running_loop().create_future()
         taken.set_result(now)
         return taken
