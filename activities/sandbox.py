@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.sandbox_identity import give_workspace, not_root_problem, setpriv_options, worker_is_root
+from activities.sandbox_identity import give_workspace, given, not_root_problem, setpriv_options, worker_is_root
 from activities.sandbox_unshare import PID1_SHELL, unshare_argv
 from config.sandbox_section import SandboxPolicy
 
@@ -104,8 +104,8 @@ def _steps(workspace: Path, policy: SandboxPolicy) -> list[tuple[str, ...]]:
     return [step for step in steps if step[0] != "skip"]
 
 
-def _hidden(policy: SandboxPolicy) -> list[Path]:
-    return list(_hidden_paths(policy.hidden))
+def _hidden(policy: SandboxPolicy) -> tuple[Path, ...]:
+    return _hidden_paths(policy.hidden)
 
 
 @functools.cache
@@ -268,8 +268,7 @@ def quick_to_launch(workspace: Path, policy: SandboxPolicy, environ: Mapping[str
     if chosen[2] == "user":
         return True
     try:
-        top = os.stat(workspace, follow_symlinks=False)
-        if (top.st_uid, top.st_gid) == (policy.uid, policy.gid):
+        if given(workspace, policy.uid, policy.gid):
             return True
         with os.scandir(workspace) as entries:
             return next(entries, None) is None

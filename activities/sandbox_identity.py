@@ -42,13 +42,18 @@ def give_workspace(workspace: Path, uid: int, gid: int) -> None:
                 f"{parent}, a parent of the workspace {workspace}, is writable by the sandbox uid {uid}: "
                 "make it root's (chown root and chmod go-w) so a tool cannot replace the workspace"
             )
-    top = os.stat(workspace, follow_symlinks=False)
-    if (top.st_uid, top.st_gid) == (uid, gid):
+    if given(workspace, uid, gid):
         return
     for _, dirs, files, dir_fd in os.fwalk(workspace, follow_symlinks=False):
         for name in [*dirs, *files]:
             os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
     os.chown(workspace, uid, gid, follow_symlinks=False)
+
+
+def given(workspace: Path, uid: int, gid: int) -> bool:
+    """Whether the workspace is the sandbox uid's already (its top directory: a given tree stays so)."""
+    top = os.stat(workspace, follow_symlinks=False)
+    return (top.st_uid, top.st_gid) == (uid, gid)
 
 
 def not_root_problem(status: str) -> str | None:
