@@ -20,7 +20,7 @@ async def write_decision_facts(tx: Tx, record: ApprovalRecord) -> None:
     """Keep how a decision was made; the first write wins, like the resolution it belongs to."""
     if record.resolution is None:
         return
-    await tx.execute(
+    await tx.send(
         "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash, decided_groups_json)"
         " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (record.request_id, record.decided_via, record.decided_args_hash, json.dumps(record.decided_groups)),

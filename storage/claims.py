@@ -106,7 +106,7 @@ async def _claim(tx: Tx, decision: DecisionInput, conversation_id: str) -> Claim
             claim,
         )
         if won:
-            await tx.execute(
+            await tx.send(
                 "INSERT INTO ui_claimed_decisions (request_id, decision_json) VALUES (?, ?)"
                 " ON CONFLICT (request_id) DO UPDATE SET decision_json = excluded.decision_json",
                 (decision.request_id, decision.model_dump_json()),
@@ -167,5 +167,5 @@ def _stale(claimed_at: str) -> bool:
 
 async def release_claim(tx: Tx, request_id: str) -> None:
     """Undo a claim whose signal could not be delivered, so the person can try again."""
-    await tx.execute("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
-    await tx.execute("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (request_id,))
+    await tx.send("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
+    await tx.send("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (request_id,))

@@ -33,6 +33,9 @@ class SqliteTx:
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._conn.execute(sql, tuple(params)).rowcount
 
+    async def send(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(sql, tuple(params))
+
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
         row = self._conn.execute(sql, tuple(params)).fetchone()
         return dict(row) if row is not None else None

@@ -31,7 +31,7 @@ async def note_rapid_run(tx: Tx, person: str, count: int, seconds: float) -> dic
     ):
         return None
     notice = {"principal": person, "approvals": count, "within_seconds": seconds, "noticed_at": now_iso()}
-    await tx.execute(
+    await tx.send(
         "INSERT INTO ui_fatigue_notices (principal, approvals, within_seconds, noticed_at) VALUES (?, ?, ?, ?)",
         (person, count, seconds, notice["noticed_at"]),
     )

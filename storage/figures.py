@@ -91,7 +91,7 @@ async def ledger_figures(tx: Tx) -> NotificationFigures:
 
 
 async def count_refusal(tx: Tx, reason: str, door: str | None) -> None:
-    await tx.execute(
+    await tx.send(
         "INSERT INTO ui_decision_refusals (reason, door, refused) VALUES (?, ?, 1)"
         " ON CONFLICT (reason, door) DO UPDATE SET refused = ui_decision_refusals.refused + 1",
         (reason, door or NO_DOOR),

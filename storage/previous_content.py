@@ -27,8 +27,8 @@ class PreviousContent:
 async def keep(tx: Tx, kept: PreviousContent, retention_seconds: float) -> None:
     """Keep one write's previous content (once) and drop what is older than the retention."""
     cutoff = (datetime.now(UTC) - timedelta(seconds=retention_seconds)).isoformat()
-    await tx.execute("DELETE FROM ui_previous_content WHERE stored_at < ?", (cutoff,))
-    await tx.execute(
+    await tx.send("DELETE FROM ui_previous_content WHERE stored_at < ?", (cutoff,))
+    await tx.send(
         """INSERT INTO ui_previous_content (request_id, conversation_id, path, before_b64, before_hash,
              after_hash, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING""",
         (

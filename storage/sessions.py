@@ -15,8 +15,8 @@ from storage.backend import Tx
 
 async def open_session(tx: Tx, session_hash: str, expires_at: datetime, replaces: str | None = None) -> None:
     """Record a new session; drop the one it replaces (rotation at login) and every expired one."""
-    await tx.execute("DELETE FROM ui_sessions WHERE expires_at <= ? OR session_hash = ?", (int(time.time()), replaces))
-    await tx.execute(
+    await tx.send("DELETE FROM ui_sessions WHERE expires_at <= ? OR session_hash = ?", (int(time.time()), replaces))
+    await tx.send(
         "INSERT INTO ui_sessions (session_hash, expires_at) VALUES (?, ?)"
         " ON CONFLICT (session_hash) DO UPDATE SET expires_at = excluded.expires_at",
         (session_hash, int(expires_at.timestamp())),
@@ -31,4 +31,4 @@ async def session_is_open(tx: Tx, session_hash: str) -> bool:
 
 
 async def close_session(tx: Tx, session_hash: str) -> None:
-    await tx.execute("DELETE FROM ui_sessions WHERE session_hash = ?", (session_hash,))
+    await tx.send("DELETE FROM ui_sessions WHERE session_hash = ?", (session_hash,))

@@ -76,8 +76,8 @@ async def verify_token(tx: Tx, token: str) -> Principal | None:
 
 async def bind_session(tx: Tx, session_hash: str, name: str) -> None:
     """The person a login session belongs to (the session itself is in storage/sessions.py)."""
-    await tx.execute("DELETE FROM ui_session_people WHERE session_hash = ?", (session_hash,))
-    await tx.execute("INSERT INTO ui_session_people (session_hash, name) VALUES (?, ?)", (session_hash, name))
+    await tx.send("DELETE FROM ui_session_people WHERE session_hash = ?", (session_hash,))
+    await tx.send("INSERT INTO ui_session_people (session_hash, name) VALUES (?, ?)", (session_hash, name))
 
 
 async def session_person(tx: Tx, session_hash: str) -> Principal | None:

@@ -29,7 +29,7 @@ def now_iso() -> str:
 
 async def insert_event(tx: Tx, event: ProjectionEvent, created_at: str | None) -> None:
     """Once per event_key, so a repeated write is a no-op. The caller has called `tx.append_events()`."""
-    await tx.execute(
+    await tx.send(
         """INSERT INTO ui_events (event_key, event_type, conversation_id, payload_json, created_at)
            VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING""",
         (
@@ -44,7 +44,7 @@ async def insert_event(tx: Tx, event: ProjectionEvent, created_at: str | None) -
 
 async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
     """Upsert the status row unless a newer write already landed, then append the events once."""
-    await tx.execute(
+    await tx.send(
         """INSERT INTO ui_conversations (conversation_id, turn_status, pending_count, updated_at, version, parent_id)
            VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT (conversation_id) DO UPDATE SET
@@ -88,29 +88,32 @@ def _details(record: ApprovalRecord) -> str:
     return json.dumps(details, sort_keys=True)
 
 
+_PENDING_ROW = """INSERT INTO ui_pending_approvals (request_id, conversation_id, turn_id, tool_call_id, tool_name,
+     permission_type, details_json, created_at, expires_at, kv_snapshot_json, preview_json, why_json)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+   ON CONFLICT DO NOTHING"""
+
+
+def _pending_row(rec: ApprovalRecord, kv_snapshot: dict[str, object]) -> tuple[object, ...]:
+    return (
+        rec.request_id,
+        rec.conversation_id,
+        rec.turn_id,
+        rec.tool_call_id,
+        rec.tool_name,
+        rec.permission_type,
+        _details(rec),
+        _iso(rec.created_at),
+        _iso(rec.expires_at),
+        json.dumps(kv_snapshot, sort_keys=True),
+        _json_or_none(rec.preview),
+        _json_or_none(rec.why),
+    )
+
+
 async def write_approval_requested(tx: Tx, payload: ApprovalRequestedProjection) -> bool:
     """The pending row (once) and the conversation; True when the row is new."""
-    rec = payload.approval
-    added = await tx.execute(
-        """INSERT INTO ui_pending_approvals (request_id, conversation_id, turn_id, tool_call_id, tool_name,
-             permission_type, details_json, created_at, expires_at, kv_snapshot_json, preview_json, why_json)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT DO NOTHING""",
-        (
-            rec.request_id,
-            rec.conversation_id,
-            rec.turn_id,
-            rec.tool_call_id,
-            rec.tool_name,
-            rec.permission_type,
-            _details(rec),
-            _iso(rec.created_at),
-            _iso(rec.expires_at),
-            json.dumps(payload.kv_snapshot, sort_keys=True),
-            _json_or_none(rec.preview),
-            _json_or_none(rec.why),
-        ),
-    )
+    added = await tx.execute(_PENDING_ROW, _pending_row(payload.approval, payload.kv_snapshot))
     await write_conversation(tx, payload.conversation)
     return added > 0
 
@@ -121,7 +124,7 @@ def _json_or_none(model: BaseModel | None) -> str | None:
 
 async def write_approval_changed(tx: Tx, rec: ApprovalRecord) -> None:
     """A pending request's new deadline (an extension) or approvers (an escalation)."""
-    await tx.execute(
+    await tx.send(
         "UPDATE ui_pending_approvals SET expires_at = ?, details_json = ? WHERE request_id = ? AND resolved_at IS NULL",
         (_iso(rec.expires_at), _details(rec), rec.request_id),
     )
@@ -129,12 +132,12 @@ async def write_approval_changed(tx: Tx, rec: ApprovalRecord) -> None:
 
 async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -> None:
     rec = payload.approval
-    # A lost or rebuilt file may lack the pending row: write it whole, then resolve it.
-    await write_approval_requested(
-        tx, ApprovalRequestedProjection(approval=rec, kv_snapshot={}, conversation=payload.conversation)
-    )
+    # A lost or rebuilt file may lack the pending row: write it whole, then resolve it. Nothing
+    # here reads a count, so on PostgreSQL the whole write is one round trip (see Tx.send).
+    await tx.send(_PENDING_ROW, _pending_row(rec, {}))
+    await write_conversation(tx, payload.conversation)
     # A stale decision replaces the approval it was first recorded as (its tool did not run).
-    await tx.execute(
+    await tx.send(
         """UPDATE ui_pending_approvals SET decision = ?, decided_by = ?, reason = ?, resolved_at = ?,
              edited_arguments_json = ?, preview_json = COALESCE(?, preview_json), reasked_as = ?
            WHERE request_id = ? AND conversation_id = ? AND (resolved_at IS NULL OR ? = 'stale')""",
@@ -156,7 +159,7 @@ async def write_approval_resolved(tx: Tx, payload: ApprovalResolvedProjection) -
 
 async def keep_trace(tx: Tx, request_id: str, traceparent: str) -> None:
     """The trace a request was asked in (written once: the first projection's)."""
-    await tx.execute(
+    await tx.send(
         "UPDATE ui_pending_approvals SET trace_parent = ? WHERE request_id = ? AND trace_parent IS NULL",
         (traceparent, request_id),
     )
@@ -164,7 +167,7 @@ async def keep_trace(tx: Tx, request_id: str, traceparent: str) -> None:
 
 async def mark_execution(tx: Tx, request_id: str, state: str) -> None:
     """What the UI shows of a decided tool: running, done, or unknown (a worker died mid-run)."""
-    await tx.execute("UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id))
+    await tx.send("UPDATE ui_pending_approvals SET execution_state = ? WHERE request_id = ?", (state, request_id))
 
 
 async def unresolved_request_ids(tx: Tx, conversation_id: str) -> list[str]:
@@ -190,7 +193,7 @@ async def write_compaction(tx: Tx, payload: CompactionProjection) -> None:
     a retried write adds nothing."""
     archived_at = _iso(payload.conversation.updated_at)
     for item in payload.messages:
-        await tx.execute(
+        await tx.send(
             """INSERT INTO ui_transcript_archive (conversation_id, seq, message_json, archived_at)
                VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING""",
             (payload.conversation.conversation_id, item.seq, item.message.model_dump_json(), archived_at),
