@@ -118,9 +118,11 @@ class McpConnection:
     def running(self) -> bool:
         return self._client is not None and self._owner is not None and not self._owner.done()
 
-    def _new_client(self) -> Client:
+    async def _new_client(self) -> Client:
         if self.config.command is not None:
-            parameters = stdio_parameters(self.config, self.workspace, self._sandbox)
+            # Working out the launch reads the server's installation and may probe the launchers
+            # and hand a workspace's tree to the sandbox uid: tens of milliseconds, off the loop.
+            parameters = await asyncio.to_thread(stdio_parameters, self.config, self.workspace, self._sandbox)
             self._instance = uuid.uuid4().hex
             parameters.env = {**(parameters.env or {}), INSTANCE_VARIABLE: self._instance}
             self._stderr = StderrTail(self.name)
@@ -143,7 +145,7 @@ class McpConnection:
 
     async def _own(self, ready: asyncio.Future[Client]) -> None:
         try:
-            async with self._new_client() as client:
+            async with await self._new_client() as client:
                 ready.set_result(client)
                 await self._stop.wait()
         except asyncio.CancelledError:

@@ -5,8 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from activities import mcp_connection
+from activities.mcp_launch import stdio_parameters
 from activities.mcp_servers import McpServers
 from activities.workspaces import workspace_for
 from config.tools_section import McpServerConfig
@@ -62,3 +68,26 @@ async def test_a_server_that_does_not_answer_in_time_is_unavailable_for_the_list
         silent.close()
         await silent.wait_closed()
     assert tools == [] and unavailable == {"MCP server slow": "no answer in time"}
+
+
+async def test_a_stdio_servers_launch_is_worked_out_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Working out a launch reads the server's installation and may start the sandbox's launchers
+    to probe them: a worker's other activities and heartbeats must not wait for it."""
+    loop_thread = threading.get_ident()
+    worked_out_on: list[int] = []
+
+    def recorded(*args: Any) -> Any:
+        worked_out_on.append(threading.get_ident())
+        return stdio_parameters(*args)
+
+    monkeypatch.setattr(mcp_connection, "stdio_parameters", recorded)
+    repo = git_repo(workspace_for(tmp_path, None) / "repo")
+    servers = McpServers({"git": McpServerConfig(**git_server(repo))}, tmp_path)
+    try:
+        tools, unavailable = await servers.list_all()
+    finally:
+        await servers.close()
+    assert unavailable == {} and any(tool.name == "mcp__git__git_status" for tool in tools)
+    assert len(worked_out_on) == 1 and worked_out_on[0] != loop_thread
