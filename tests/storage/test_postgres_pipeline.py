@@ -22,7 +22,7 @@ from core.models import (
     ConversationProjection,
     ProjectionEvent,
 )
-from storage import writes
+from storage import stream_events, writes
 from storage.backend import Operation, Tx
 from storage.postgres_backend import PostgresBackend, PostgresTx
 from tests.postgres import PostgresServer
@@ -119,6 +119,20 @@ async def test_a_tools_resolution_write_is_one_round_trip(backend: PostgresBacke
         "c:asked",
         "c:resolved",
     ]
+
+
+async def test_a_streamed_piece_and_a_turns_status_are_one_round_trip_each(backend: PostgresBackend) -> None:
+    piece = ProjectionEvent(
+        event_key="c:piece:1", event_type="message.delta", conversation_id="c", payload={"text": "hi"}
+    )
+    status = resolved().conversation
+
+    assert await round_trips(backend, lambda tx: stream_events.append_event(tx, piece)) == 1
+    assert await round_trips(backend, lambda tx: writes.write_conversation(tx, status)) == 1
+
+    events = await read(backend, "SELECT event_key FROM ui_events ORDER BY event_id")
+    assert [row["event_key"] for row in events] == ["c:piece:1", "c:resolved"]
+    assert await read(backend, "SELECT turn_status FROM ui_conversations") == [{"turn_status": "running"}]
 
 
 async def test_a_count_the_write_reads_is_still_right(backend: PostgresBackend) -> None:
