@@ -23,6 +23,7 @@ from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.mcp_elicitation import ElicitationDesk
 from activities.notify import NotifyActivities
+from activities.process_watch import watch_children_by_pidfd
 from activities.projection import ProjectionActivities
 from activities.request_results import approval_request_result
 from activities.sandbox import describe as describe_sandbox
@@ -186,6 +187,7 @@ def metrics_options(settings: Settings) -> dict[str, Any]:
 async def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
+    watch_children_by_pidfd()  # every tool's process: no thread of its own to wait for it
     setup_tracing("approvals-worker")  # OTEL_* set: traces over OTLP (config/telemetry.py)
     client = await connect(settings, **metrics_options(settings))
     worker = build_worker(client, settings)

@@ -13,6 +13,7 @@ import contextlib
 
 from temporalio.worker import Worker
 
+from activities.process_watch import watch_children_by_pidfd
 from bench.floor import BareRequestWorkflow, FloorActivities, FloorWorkflow
 from bench.request_callers import RequestCaller
 from config.settings import Settings
@@ -24,6 +25,7 @@ from worker import HostWorker, build_worker, metrics_options
 
 async def main(kind: str, cache: int) -> None:
     settings = Settings()
+    watch_children_by_pidfd()  # as worker.py, for ours and the floor alike
     # As worker.py: traces with OTEL_* set, /metrics with WORKER_METRICS_PORT set.
     setup_tracing("approvals-worker")
     client = await connect(settings, **metrics_options(settings))
