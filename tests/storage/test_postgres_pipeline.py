@@ -187,3 +187,25 @@ async def test_the_same_write_unpipelined_waits_for_every_statement(backend: Pos
                 await writes.write_approval_resolved(PostgresTx(conn), payload)
             conn.pgconn.untrace()
         assert waits(trace.name) == 9
+
+
+async def test_a_connection_lost_under_a_write_fails_that_write_only(backend: PostgresBackend) -> None:
+    """The server ends the pool's one connection (a restart, a failover): the write on it raises,
+    the pool drops it, and the next write goes through on a new one."""
+
+    async def remember(tx: Tx, name: str) -> None:
+        await tx.send("INSERT INTO ui_session_people (session_hash, name) VALUES (?, ?)", (name, name))
+
+    await backend.run(lambda tx: remember(tx, "before"))
+    found = await backend.run(lambda tx: tx.fetchone("SELECT pg_backend_pid() AS pid"), write=False)
+    assert found is not None
+    with psycopg.connect(backend.location, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", (found["pid"],))
+
+    with pytest.raises(psycopg.OperationalError):
+        await backend.run(lambda tx: remember(tx, "lost"))
+    await backend.run(lambda tx: remember(tx, "after"))
+    assert await read(backend, "SELECT name FROM ui_session_people ORDER BY name") == [
+        {"name": "after"},
+        {"name": "before"},
+    ]
