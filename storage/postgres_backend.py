@@ -35,8 +35,9 @@ POOL_SIZE = 10
 class PostgresTx:
     """In a write the connection is in pipeline mode: BEGIN and the statements whose answers nobody
     waits for (`send`, the event lock and NOTIFY) go out together with the next statement that needs
-    one, or with the COMMIT. The resolution a tool writes beside its run (eight statements) is then
-    one round trip instead of ten, each of which woke this process and the server on busy cores."""
+    one, or with the COMMIT. The resolution a tool writes beside its run (seven statements between
+    BEGIN and COMMIT) is then one round trip instead of nine, each of which woke this process and the
+    server on busy cores."""
 
     dialect: Dialect = "postgresql"
 

@@ -105,7 +105,7 @@ async def read(backend: PostgresBackend, sql: str) -> list[dict[str, object]]:
 
 async def test_a_tools_resolution_write_is_one_round_trip(backend: PostgresBackend) -> None:
     """The write a tool makes beside its run: the pending row, the conversation, its event (with the
-    event lock and NOTIFY), the decision and its facts, between BEGIN and COMMIT: nine statements."""
+    event lock and NOTIFY), the decision and its facts: seven statements between BEGIN and COMMIT."""
     await backend.run(lambda tx: writes.write_approval_requested(tx, asked()))
     payload = resolved()
 
