@@ -8,26 +8,18 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import pq
 
-from core.models import (
-    ApprovalRecord,
-    ApprovalRequestedProjection,
-    ApprovalResolvedProjection,
-    ConversationProjection,
-    ProjectionEvent,
-)
+from core.models import ApprovalResolvedProjection, ProjectionEvent
 from storage import stream_events, writes
 from storage.backend import Operation, Tx
 from storage.postgres_backend import PostgresBackend, PostgresTx
 from tests.postgres import PostgresServer
-
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
+from tests.storage.test_store import NOW, asked, conversation
 
 
 @pytest.fixture
@@ -59,43 +51,11 @@ async def round_trips(backend: PostgresBackend, operation: Operation[object]) ->
         return waits(trace.name)
 
 
-def asked(request_id: str = "perm_c_call_1") -> ApprovalRequestedProjection:
-    record = ApprovalRecord(
-        request_id=request_id,
-        conversation_id="c",
-        turn_id="turn_1",
-        tool_call_id="call_1",
-        tool_name="run_shell",
-        permission_type="execute",
-        arguments={"command": "echo hi"},
-        created_at=NOW,
-        expires_at=NOW,
-    )
-    conversation = ConversationProjection(
-        conversation_id="c",
-        turn_status="awaiting_approval",
-        pending_count=1,
-        updated_at=NOW,
-        version=1,
-        events=[ProjectionEvent(event_key="c:asked", event_type="permission.request", conversation_id="c")],
-    )
-    return ApprovalRequestedProjection(approval=record, kv_snapshot={}, conversation=conversation)
-
-
 def resolved() -> ApprovalResolvedProjection:
     request = asked()
     return ApprovalResolvedProjection(
         approval=request.approval.model_copy(update={"resolution": "allow", "decided_by": "ana", "resolved_at": NOW}),
-        conversation=request.conversation.model_copy(
-            update={
-                "turn_status": "running",
-                "pending_count": 0,
-                "version": 2,
-                "events": [
-                    ProjectionEvent(event_key="c:resolved", event_type="permission.resolved", conversation_id="c")
-                ],
-            }
-        ),
+        conversation=conversation("c", "running", 2, "permission.resolved"),
     )
 
 
@@ -116,8 +76,8 @@ async def test_a_tools_resolution_write_is_one_round_trip(backend: PostgresBacke
     ]
     assert await read(backend, "SELECT turn_status FROM ui_conversations") == [{"turn_status": "running"}]
     assert [row["event_key"] for row in await read(backend, "SELECT event_key FROM ui_events ORDER BY event_id")] == [
-        "c:asked",
-        "c:resolved",
+        "c:call_1:permission.request",
+        "c:permission.resolved",
     ]
 
 
@@ -131,7 +91,7 @@ async def test_a_streamed_piece_and_a_turns_status_are_one_round_trip_each(backe
     assert await round_trips(backend, lambda tx: writes.write_conversation(tx, status)) == 1
 
     events = await read(backend, "SELECT event_key FROM ui_events ORDER BY event_id")
-    assert [row["event_key"] for row in events] == ["c:piece:1", "c:resolved"]
+    assert [row["event_key"] for row in events] == ["c:piece:1", "c:permission.resolved"]
     assert await read(backend, "SELECT turn_status FROM ui_conversations") == [{"turn_status": "running"}]
 
 
