@@ -13,7 +13,7 @@ from config.settings import Settings
 from demo_model.server import ScriptedHttpError, approximate_tokens, text_reply, tool_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, full_transcript, new_workspace, rows, wait_status
+from tests.helpers import TURN_EVENTS, Db, eventually, full_transcript, new_workspace, rows, wait_status
 from tests.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
@@ -51,6 +51,16 @@ def write_files(settings: Settings) -> str:
     return planned
 
 
+async def turns_ended(db: Db, conversation_id: str, count: int) -> None:
+    """Until the read model shows `count` turns of the conversation ended, completed or failed."""
+
+    async def check() -> bool | None:
+        events = [r["event_type"] for r in rows(db, TURN_EVENTS, conversation_id)]
+        return events.count("turn.completed") + events.count("turn.failed") >= count or None
+
+    await eventually(check)
+
+
 async def test_context_window_error_compacts_and_the_conversation_goes_on(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
@@ -63,6 +73,7 @@ async def test_context_window_error_compacts_and_the_conversation_goes_on(
         await wait_status(client, cid, "idle")
         for n in range(1, 4):
             await send_message(client, cid, f"read batch {n}")
+            await turns_ended(db, cid, n + 1)  # "idle" alone may still be the turn before
             state = await wait_status(client, cid, "idle")
 
     events = [r["event_type"] for r in rows(db, TURN_EVENTS, cid)]
