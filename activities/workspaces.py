@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from activities.sandbox import SandboxPolicy
+from config.host_identity import HOST_ID_FILE
 from config.tools_section import DEFAULT_MAX_READ_BYTES
 from core.tool_specs import InvalidToolCall
 
@@ -49,7 +50,9 @@ def adopt_shared_files(root: Path) -> list[str]:
     shared.mkdir(parents=True, exist_ok=True)
     moved = []
     for entry in sorted(root.iterdir()):
-        if entry.name in (CONVERSATIONS_DIR, SHARED_DIR) or (shared / entry.name).exists():
+        if entry.name in (CONVERSATIONS_DIR, SHARED_DIR) or entry.name.startswith(HOST_ID_FILE):
+            continue
+        if (shared / entry.name).exists():
             continue
         entry.rename(shared / entry.name)
         moved.append(entry.name)
