@@ -51,6 +51,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "request_latency": (100, 20),
     "observability": (200, 30),
     "preview": (50, 20),
+    "workspace_saves": (20, 5),
 }
 
 SETTINGS = [
@@ -120,6 +121,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "request_latency": ("sc_requests", {}),
     "observability": ("sc_observability", {}),
     "preview": ("sc_preview", {}),
+    "workspace_saves": ("sc_workspace_saves", {}),
 }
 
 

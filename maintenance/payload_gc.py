@@ -7,7 +7,8 @@ walk reads each live history's references, the roots they name and every blob th
 (mark), then deletes every other file of the local store older than the same retention (sweep):
 a file written or found again lately may belong to a payload being stored right now, which no
 history names yet (the writer refreshes a blob's mtime when it reuses it, blob_files.py).
-Files of earlier releases (one whole payload per file) are collected the same way.
+Files of earlier releases (one whole payload per file) are collected the same way. The latest save
+of each workspace (its pointer under `workspaces/`) is live too: its manifest parts and chunks stay.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from payload_store import blob_tree
 from payload_store.content_driver import LOCAL_DRIVER_NAME, root_references
 from payload_store.history import references
 from payload_store.local import DRIVER_NAME as WHOLE_DRIVER_NAME
+from payload_store.workspace_store import CHUNKS, saved_digests
 
 
 @dataclass
@@ -101,10 +103,12 @@ async def collect_payloads(client: Client, settings: Settings, retention_seconds
     retention = settings.payload_store_retention if retention_seconds is None else retention_seconds
     started = time.time()
     live, named = await live_references(client, timedelta(seconds=retention))
+    saved_parts, saved_chunks = saved_digests(root)  # what the latest save of each workspace reaches
     keep = {
         "roots": named[LOCAL_DRIVER_NAME],
-        "blobs": reachable(root, named[LOCAL_DRIVER_NAME]),
+        "blobs": reachable(root, named[LOCAL_DRIVER_NAME]) | saved_parts,
         "sha256": named[WHOLE_DRIVER_NAME],
+        CHUNKS: saved_chunks,
     }
     report = sweep(root, keep, older_than=started - retention)
     report.live_workflows = live
