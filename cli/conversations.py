@@ -56,9 +56,11 @@ async def conversations(args: argparse.Namespace, session: Session) -> int:
     if not rows:
         print("No conversation yet. Start one with: python starter.py start 'write hello to notes.txt'")
         return EXIT_OK
+    # A tool waiting for a gone host is said beside the status, in a column shown only when one waits.
+    notes = [host_wait_note(r) for r in rows]
     print(
         table(
-            ["", "CONVERSATION", "STATUS", "PENDING", "UPDATED"],
+            ["", "CONVERSATION", "STATUS", "PENDING", "UPDATED"] + (["NOTE"] if any(notes) else []),
             [
                 [
                     STATUS_MARKS.get(r["turn_status"], " "),
@@ -67,11 +69,19 @@ async def conversations(args: argparse.Namespace, session: Session) -> int:
                     r["pending_count"],
                     short_time(r["updated_at"]),
                 ]
-                for r in rows
+                + ([note] if any(notes) else [])
+                for r, note in zip(rows, notes, strict=True)
             ],
         )
     )
     return EXIT_OK
+
+
+def host_wait_note(row: dict[str, Any]) -> str:
+    """`waiting for host pod-a: ...` when a tool of the conversation waits for a gone host, else ''."""
+    from core.host_wait import host_wait_text
+
+    return shown(host_wait_text(row["host_wait"])) if row.get("host_wait") else ""
 
 
 async def query_state(session: Session, conversation_id: str, timeout: float) -> dict[str, Any] | None:
@@ -127,6 +137,9 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         state["source"] = "worker"
     row = await session.store().conversation(args.conversation)
     state["parent_id"] = row.get("parent_id") if row else None
+    # The workflow's answer says nothing of hosts: the projection holds its host and any wait for it.
+    state["tool_host"] = row.get("tool_host") if row else None
+    state["host_wait"] = row.get("host_wait") if row else None
     state["subagents"] = await session.store().subagents(args.conversation)
     # The trace each request was asked in (OTEL_* tracing on), the newest one as the conversation's.
     traced = {
@@ -141,6 +154,10 @@ async def show(args: argparse.Namespace, session: Session) -> int:
         print_json(state)
         return EXIT_OK
     print(f"Conversation {shown(state['conversation_id'])}: {state['turn_status']}")
+    if state["host_wait"]:
+        print(f"  {host_wait_note(state)}")
+    if state["tool_host"]:
+        print(f"  tools run on host: {shown(state['tool_host'])}")
     if state.get("last_error"):
         print(f"  last error: {shown(state['last_error'])}")
     if state["parent_id"]:

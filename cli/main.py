@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),
     "move": ("cli.hosts", "move"),
+    "hosts": ("cli.host_list", "hosts"),
     "watch": ("cli.watch", "watch"),
     "tools": ("cli.tools", "tools"),
     "ui": ("cli.admin", "ui"),

@@ -165,6 +165,10 @@ def build_parser() -> OneLineParser:
     moving.add_argument("conversation", type=text)
     moving.add_argument("--to", required=True, type=text, metavar="HOST", help="the WORKER_HOST of a worker that is up")
 
+    hosts = verbs.add_parser("hosts", help="every worker host: its last poll, its conversations, tools waiting for it")
+    hosts.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for Temporal's last polls")
+    hosts.add_argument("--json", action="store_true", help="one JSON document on stdout")
+
     auto = verbs.add_parser("auto-approve", help="switch a conversation's auto-approve mode (deny rules still apply)")
     auto.add_argument("conversation", type=text)
     auto.add_argument("mode", choices=["on", "off"])

@@ -12,6 +12,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.hosts import EVENT_MOVED
 from core.models import APPROVED_RESOLUTIONS, ApprovalRecord, arguments_hash
 from storage.backend import Tx
 
@@ -68,13 +69,17 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-# The conversation's switches: a close and every auto-approve switch, with who flipped it and how.
-_SWITCH_EVENTS = {"conversation.closed": "close", "conversation.auto_approve": "auto_approve"}
+# The conversation's switches: a close, every auto-approve switch and every move to another host,
+# with who flipped it and how (a move the workflow made itself names no one).
+_SWITCH_EVENTS = {"conversation.closed": "close", "conversation.auto_approve": "auto_approve", EVENT_MOVED: "move"}
+# Why a conversation moved when no person moved it.
+_MOVE_REASONS = {"host_gone": "host gone: no worker polled it", "handed_over": "handed over by its stopping worker"}
 
 
 async def list_switches(tx: Tx, since: str | None = None, conversation_id: str | None = None) -> list[dict[str, Any]]:
     """Every switch since an ISO time (all when None), of one conversation or all, oldest first."""
-    sql = "SELECT conversation_id, event_type, payload_json, created_at FROM ui_events WHERE event_type IN (?, ?)"
+    marks = ", ".join("?" * len(_SWITCH_EVENTS))
+    sql = f"SELECT conversation_id, event_type, payload_json, created_at FROM ui_events WHERE event_type IN ({marks})"
     params: list[Any] = list(_SWITCH_EVENTS)
     if since is not None:
         sql += " AND created_at >= ?"
@@ -85,18 +90,19 @@ async def list_switches(tx: Tx, since: str | None = None, conversation_id: str |
     rows = []
     for item in await tx.fetchall(sql + " ORDER BY event_id", params):
         payload = json.loads(item["payload_json"])
-        rows.append(
-            {
-                "kind": "switch",
-                "conversation_id": item["conversation_id"],
-                "switch": _SWITCH_EVENTS[item["event_type"]],
-                "enabled": payload.get("enabled"),
-                "by": payload.get("by"),
-                "door": payload.get("door"),
-                # A close names its own moment: the signal's, which a running call may have outlasted.
-                "created_at": payload.get("at") or item["created_at"],
-            }
-        )
+        row = {
+            "kind": "switch",
+            "conversation_id": item["conversation_id"],
+            "switch": _SWITCH_EVENTS[item["event_type"]],
+            "enabled": payload.get("enabled"),
+            "by": payload.get("by"),
+            "door": payload.get("door"),
+            # A close names its own moment: the signal's, which a running call may have outlasted.
+            "created_at": payload.get("at") or item["created_at"],
+        }
+        if row["switch"] == "move":
+            row |= {key: payload.get(key) for key in ("from_host", "to_host", "why")}
+        rows.append(row)
     return rows
 
 
@@ -111,12 +117,25 @@ async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
 
 
 def switch_text(row: dict[str, Any]) -> str:
-    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`, `finished its task for conv-1 (subagent)`."""
+    """`closed by alice (ui)`, `auto-approve switched on by bob (cli)`, `finished its task for conv-1 (subagent)`,
+    `moved from pod-a to pod-b (host gone: no worker polled it)`."""
     if row["switch"] == "close" and row["door"] == "subagent":
         return f"finished its task for {row['by']} (subagent)"
+    if row["switch"] == "move":
+        return move_text(row)
     what = "closed" if row["switch"] == "close" else f"auto-approve switched {'on' if row['enabled'] else 'off'}"
     door = row["door"] or "signal"
     return f"{what} by {row['by']} ({door})" if row["by"] else f"{what} by an unnamed caller ({door})"
+
+
+def move_text(row: dict[str, Any]) -> str:
+    """`moved from pod-a to pod-b` and why: the workflow's own reason, or the person who moved it."""
+    where = f"from {row['from_host']} to {row['to_host']}" if row.get("from_host") else f"to {row['to_host']}"
+    reason = _MOVE_REASONS.get(str(row.get("why")))
+    if reason is not None:
+        return f"moved {where} ({reason})"
+    door = row.get("door") or "signal"
+    return f"moved {where} by {row['by']} ({door})" if row.get("by") else f"moved {where} by an unnamed caller ({door})"
 
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")

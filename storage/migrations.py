@@ -172,6 +172,18 @@ def _projection_v10(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v11(dialect: Dialect) -> list[str]:
+    """Hosts: the worker host each conversation's tools run on, what a tool waits for when no worker
+    polls that host (the `conversation.host_waiting` payload), and the hosts the workers registered."""
+    return [
+        _add_column("ui_conversations", "tool_host", "TEXT"),
+        _add_column("ui_conversations", "host_wait_json", "TEXT"),
+        "CREATE INDEX IF NOT EXISTS ui_conversations_tool_host ON ui_conversations (tool_host)",
+        """CREATE TABLE IF NOT EXISTS ui_hosts (
+            host TEXT PRIMARY KEY, task_queue TEXT, started_at TEXT, last_seen TEXT, stopped_at TEXT)""",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -192,6 +204,7 @@ MIGRATIONS = {
         _projection_v8,
         _projection_v9,
         _projection_v10,
+        _projection_v11,
     ],
     "ledger": [_ledger_v1],
 }

@@ -16,6 +16,7 @@ from config.telemetry import trace_id_of
 from core.models import arguments_hash
 from storage.audit import outcome
 from storage.backend import Tx
+from storage.hosts import parse_wait
 
 ApprovalFilter = Literal["pending", "sent", "resolved", "all"]
 
@@ -52,7 +53,7 @@ def _page(rows: list[dict[str, Any]], limit: int | None, key: tuple[str, str]) -
 # Why a failed conversation failed: the payload of its newest turn.failed event (its reason is
 # read in Python, so the query is the same on both backends).
 _CONVERSATION_COLUMNS = """conversation_id, turn_status, pending_count, updated_at, parent_id,
-    CASE WHEN turn_status = 'failed' THEN (SELECT e.payload_json FROM ui_events e
+    tool_host, host_wait_json, CASE WHEN turn_status = 'failed' THEN (SELECT e.payload_json FROM ui_events e
       WHERE e.conversation_id = ui_conversations.conversation_id AND e.event_type = 'turn.failed'
       ORDER BY e.event_id DESC LIMIT 1) END AS failed_payload"""
 
@@ -63,6 +64,8 @@ def _conversation(row: dict[str, Any]) -> dict[str, Any]:
         row["last_error"] = json.loads(payload).get("reason") if payload else None
     except (ValueError, AttributeError):
         row["last_error"] = None
+    # The host its tools run on, and what a tool waits for when no worker polls that host.
+    row["host_wait"] = parse_wait(row.pop("host_wait_json", None))
     return row
 
 

@@ -34,6 +34,7 @@ from storage import (
     users,
     writes,
 )
+from storage import hosts as worker_hosts
 from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
 from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
@@ -116,6 +117,27 @@ class ProjectionStore:
 
     async def unresolved_request_ids(self, conversation_id: str) -> list[str]:
         return await self.backend.run(lambda tx: writes.unresolved_request_ids(tx, conversation_id), write=False)
+
+    # Worker hosts: who runs the conversations' tools, and which wait for a host that left.
+    async def note_host(self, host: str, task_queue: str, *, stopping: bool = False) -> None:
+        """A worker's note that it is up (on start and every ~15 s) or stopping."""
+        await self.backend.run(lambda tx: worker_hosts.note_host(tx, host, task_queue, stopping))
+
+    async def set_tool_host(self, conversation_id: str, host: str) -> None:
+        """The host the conversation's tools run on (safe before its first projection lands)."""
+        await self.backend.run(lambda tx: worker_hosts.set_tool_host(tx, conversation_id, host))
+
+    async def conversations_on_host(self, host: str) -> list[str]:
+        """The conversations not closed whose tools run on host."""
+        return await self.backend.run(lambda tx: worker_hosts.conversations_on_host(tx, host), write=False)
+
+    async def hosts(self) -> list[dict[str, Any]]:
+        """Every known host: its registration, open conversations and tools waiting for it."""
+        return await self.backend.run(worker_hosts.list_hosts, write=False)
+
+    async def tools_waiting_by_host(self) -> dict[str, int]:
+        """host -> open conversations whose tool waits for it (the metrics' gauge)."""
+        return await self.backend.run(worker_hosts.waiting_by_host, write=False)
 
     # Claims: the deciders' arbiter (first decision wins across every process and host).
     async def claim_decision(self, decision: DecisionInput) -> ClaimedDecision:

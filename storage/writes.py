@@ -17,6 +17,7 @@ from core.models import (
 )
 from storage.audit import write_decision_facts
 from storage.backend import Tx
+from storage.hosts import apply_host_events
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -65,6 +66,7 @@ async def write_conversation(tx: Tx, conv: ConversationProjection) -> None:
         await tx.append_events()
     for event in conv.events:
         await insert_event(tx, event, _iso(conv.updated_at))
+    await apply_host_events(tx, conv)  # a tool waiting for a gone host, or a move
 
 
 def _details(record: ApprovalRecord) -> str:

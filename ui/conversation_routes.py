@@ -73,6 +73,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
         "approvals": approvals,
         "temporal_url": queries.temporal_url(settings, conversation_id),
         "updated_at": row["updated_at"] if row else None,
+        **queries.host_wait_fields(row),
     }
     try:
         client = await client_of(request)

@@ -36,8 +36,11 @@ def histogram_buckets(values: list[float], bounds: tuple[float, ...] = DECISION_
 class ApprovalsCollector(Collector):
     """The families of one scrape, from figures read just before."""
 
-    def __init__(self, figures: Figures, notifications: NotificationFigures) -> None:
+    def __init__(
+        self, figures: Figures, notifications: NotificationFigures, waiting_for_host: dict[str, int] | None = None
+    ) -> None:
         self._figures, self._notifications = figures, notifications
+        self._waiting_for_host = waiting_for_host or {}
 
     def collect(self) -> Iterator[Metric]:
         figures = self._figures
@@ -68,6 +71,18 @@ class ApprovalsCollector(Collector):
         yield took
         yield from self._refusals()
         yield from self._deliveries()
+        yield self._hosts()
+
+    def _hosts(self) -> Metric:
+        """Tools waiting for a host no worker polls: a host that left and whose tools have not moved yet."""
+        waiting = GaugeMetricFamily(
+            "approvals_tools_waiting_for_host",
+            "Conversations whose tool waits for a host no worker polls",
+            labels=["host"],
+        )
+        for host, count in sorted(self._waiting_for_host.items()):
+            waiting.add_metric([host], count)
+        return waiting
 
     def _refusals(self) -> Iterator[Metric]:
         refused = CounterMetricFamily(
@@ -105,8 +120,10 @@ class ApprovalsCollector(Collector):
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    figures = await store_of(request).approval_figures()
+    store = store_of(request)
+    figures = await store.approval_figures()
     notifications = await ledger_of(request).run(ledger_figures, write=False)
+    waiting_for_host = await store.tools_waiting_by_host()
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ApprovalsCollector(figures, notifications))
+    registry.register(ApprovalsCollector(figures, notifications, waiting_for_host))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from urllib.parse import quote
 
 from config.settings import Settings
+from core.host_wait import host_wait_text
 from storage.reader import Page
 from storage.store import ProjectionStore
 
@@ -29,11 +30,25 @@ def with_requester_link(settings: Settings, approval: dict) -> dict:
     return approval
 
 
+def host_wait_fields(row: dict[str, Any] | None) -> dict[str, Any]:
+    """The host a conversation's tools run on, a wait for a host no worker polls (the raw payload),
+    and the line people read about it (core/host_wait.py, as `show` prints it)."""
+    wait = row.get("host_wait") if row else None
+    return {
+        "tool_host": row.get("tool_host") if row else None,
+        "host_wait": wait,
+        "host_wait_text": host_wait_text(wait) if wait else None,
+    }
+
+
 async def conversations(
     store: ProjectionStore, settings: Settings, limit: int, after: str | None, status: str | None
 ) -> Page:
     page = await store.conversations(limit, after, status)
-    page.items = [{**row, "temporal_url": temporal_url(settings, row["conversation_id"])} for row in page.items]
+    page.items = [
+        {**row, **host_wait_fields(row), "temporal_url": temporal_url(settings, row["conversation_id"])}
+        for row in page.items
+    ]
     return page
 
 

@@ -179,6 +179,9 @@ function renderDetail(detail) {
   const notice = $("conversation-notice");
   notice.hidden = !detail.notice;
   notice.textContent = detail.notice || "";
+  const hostWait = $("conversation-host-wait");
+  hostWait.hidden = !detail.host_wait;
+  hostWait.textContent = detail.host_wait ? reveal(detail.host_wait_text).text : "";
   const error = $("conversation-error");
   error.hidden = !detail.last_error;
   error.textContent = detail.last_error ? reveal(`The last turn failed: ${detail.last_error}`, true).text : "";

@@ -82,6 +82,16 @@ export function dot(status, count) {
   return node;
 }
 
+// A tool of the conversation waits for a host no worker polls: said beside the status, never silent
+// (the orange dot and count stay for approvals). The text is the server's (core/host_wait.py).
+export function hostWaitBadge(text) {
+  const badge = el("span", "host-wait-badge", "host gone");
+  const label = reveal(text || "waiting for a host no worker polls").text;
+  badge.title = label;
+  badge.setAttribute("aria-label", label);
+  return badge;
+}
+
 export function when(iso) {
   if (!iso) return "";
   const date = new Date(iso);
@@ -114,7 +124,9 @@ export function conversationItem(conv, selectedId, depth = 0) {
   link.append(dot(conv.turn_status, conv.pending_count));
   link.append(shownEl("span", "conversation-id", conv.conversation_id));
   if (conv.turn_status === "awaiting_approval") link.append(el("span", "count-badge", conv.pending_count));
+  else if (conv.host_wait) link.append(hostWaitBadge(conv.host_wait_text));
   const meta = el("span", "conversation-meta", `${statusLabel(conv.turn_status)} · ${when(conv.updated_at)}`);
+  if (conv.host_wait) meta.append(shownEl("span", "host-wait-note", ` · ${conv.host_wait_text}`));
   if (conv.parent_id) meta.append(shownEl("span", "subagent-of", ` · subagent of ${conv.parent_id}`));
   link.append(meta);
   item.append(link);
