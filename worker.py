@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import Coroutine
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -18,6 +21,8 @@ from temporalio.converter import DataConverter
 from temporalio.worker import Replayer, Worker
 
 from activities.approved_effects import ApprovedEffectActivities
+from activities.host_handoff import hand_over
+from activities.host_presence import keep_noting
 from activities.hosts import HostActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
@@ -30,12 +35,14 @@ from activities.sandbox import describe as describe_sandbox
 from activities.service_rules import ServiceRulesActivity
 from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
+from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import SHARED_DIR, adopt_shared_files
 from config.settings import Settings
 from config.telemetry import setup_tracing, shutdown_tracing
 from config.workflow_sandbox import WORKFLOW_RUNNER
 from core.wire_model import build_deferred_models
 from maintenance.failure_watch import FailureWatch
+from maintenance.stranded_tools import watch_stranded
 from payload_store.connection import connect
 from storage.store import ProjectionStore
 from workflows.approval_request import ApprovalRequestWorkflow
@@ -60,10 +67,19 @@ class HostWorker:
     out it stops the MCP servers it started and closes its databases and its model client."""
 
     def __init__(
-        self, shared: Worker, host: Worker, tools: ToolActivities, projection: ProjectionStore, closers: list[Any]
+        self,
+        shared: Worker,
+        host: Worker,
+        tools: ToolActivities,
+        projection: ProjectionStore,
+        closers: list[Any],
+        settings: Settings,
+        saves: WorkspaceSaves | None = None,
     ) -> None:
         self.shared, self.host, self.tools, self.projection = shared, host, tools, projection
+        self.settings, self.saves = settings, saves
         self._closers = closers
+        self._handing_over = False
 
     async def __aenter__(self) -> HostWorker:
         await self.shared.__aenter__()
@@ -72,21 +88,41 @@ class HostWorker:
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
+            # Both stop taking tasks at once; running tools get WORKER_STOP_GRACE_SECONDS to finish.
             await asyncio.gather(self.host.__aexit__(*exc), self.shared.__aexit__(*exc))
+            if self._handing_over:
+                settings = self.settings
+                await hand_over(
+                    self.shared.client,
+                    self.projection,
+                    settings.host_name,
+                    settings.host_task_queue,
+                    self.saves,
+                    settings.workspace_dir,
+                )
         finally:
             await self.tools.sources.close()
             for closer in self._closers:
                 await closer.close()
 
-    async def run(self, beside: Coroutine[Any, Any, None] | None = None) -> None:
-        """Until cancelled (Ctrl-C, SIGTERM); `beside` runs as long as the workers do, and stops
-        before their databases close."""
+    async def run(self, beside: Coroutine[Any, Any, None] | None = None, stop: asyncio.Event | None = None) -> None:
+        """Until cancelled (Ctrl-C) or `stop` is set (SIGTERM: then the conversations pinned to this
+        host are handed over, activities/host_handoff.py); `beside` runs as long as the workers
+        do, and stops before their databases close."""
         async with self:
-            task = asyncio.create_task(beside) if beside is not None else None
+            settings = self.settings
+            noting = keep_noting(self.projection, settings.host_name, settings.host_task_queue)
+            tasks = [asyncio.create_task(job) for job in (beside, noting) if job is not None]
             try:
-                await asyncio.Event().wait()
+                await (stop or asyncio.Event()).wait()
+                logging.info(
+                    "stopping: no new tasks; running tools have %g s to finish, then this host's"
+                    " conversations are handed over",
+                    settings.worker_stop_grace_seconds,
+                )
+                self._handing_over = True
             finally:
-                if task is not None:
+                for task in tasks:
                     task.cancel()
 
 
@@ -94,6 +130,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    # The host's name, read once: WORKER_HOST, or the id kept in the workspace (config/host_identity.py).
+    settings = replace(settings, worker_host=settings.host_name)
     moved = adopt_shared_files(settings.workspace_dir)
     if moved:
         logging.info("moved %d entries of the shared workspace into %s: %s", len(moved), SHARED_DIR, ", ".join(moved))
@@ -110,6 +148,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         deltas=projection,
     )
     sandbox = settings.sandbox_policy()
+    saves = WorkspaceSaves.from_settings(settings)
     # MCP servers' questions (elicitation) go to the inbox through this read model.
     sources = ToolSources(settings.load_tools(), settings.workspace_dir, sandbox, ElicitationDesk(projection))
     tools = ToolActivities(
@@ -121,8 +160,9 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         settings.host_task_queue,
         settings.max_read_bytes(),
         settings.undo_retention,
+        saves,
     )
-    hosts = HostActivities(settings.host_task_queue)
+    hosts = HostActivities(settings.host_task_queue, projection)
     notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
     writes = ProjectionActivities(projection)
     projection.on_resolved(notify.message_decided)  # a decided request's Slack messages say so
@@ -136,6 +176,8 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     # A waiting conversation needs no cache entry: a small cache keeps memory flat, and a
     # conversation is rebuilt by replay when its decision arrives (see bench/results.md).
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
+    grace = timedelta(seconds=settings.worker_stop_grace_seconds)
+    worker_options.setdefault("graceful_shutdown_timeout", grace)
     shared = Worker(
         client,
         task_queue=settings.task_queue,
@@ -145,6 +187,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             llm.call_llm,
             tools.list_tools,
             hosts.pick_tool_host,
+            hosts.check_host,
             # Conversations started before tools were pinned to a host still run them here.
             *runners,
             writes.project_conversation,
@@ -159,8 +202,13 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         nexus_service_handlers=[ApprovalsNexusHandler()],  # the `approvals` service (docs/nexus.md)
         **worker_options,
     )
-    host = Worker(client, task_queue=settings.host_task_queue, activities=runners)
-    return HostWorker(shared, host, tools, projection, [projection, ledger, llm.endpoint])
+    host = Worker(
+        client,
+        task_queue=settings.host_task_queue,
+        activities=runners,
+        graceful_shutdown_timeout=worker_options["graceful_shutdown_timeout"],
+    )
+    return HostWorker(shared, host, tools, projection, [projection, ledger, llm.endpoint], settings, saves)
 
 
 def _caller_activities(effects: ApprovedEffectActivities) -> list[Any]:
@@ -192,15 +240,26 @@ async def main() -> None:
     client = await connect(settings, **metrics_options(settings))
     worker = build_worker(client, settings)
     logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
+    settings = worker.settings
     logging.info(
-        "worker ready: task queues %s and %s on %s",
+        "worker ready: host %s, task queues %s and %s on %s",
+        settings.host_name,
         settings.task_queue,
         settings.host_task_queue,
         settings.temporal_address,
     )
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     # Beside the worker, through its own store (one writer per process): shows a conversation whose
     # workflow task keeps failing as failed, with why.
-    await worker.run(beside=FailureWatch(client, worker.projection, settings.failure_watch_interval).run())
+    failures = FailureWatch(client, worker.projection, settings.failure_watch_interval).run()
+    # And tools an earlier release left on the queue of a host that is gone (maintenance/stranded_tools.py).
+    stranded = watch_stranded(client, settings.host_gone_seconds)
+    await worker.run(beside=_together(failures, stranded), stop=stop)
+
+
+async def _together(*jobs: Coroutine[Any, Any, None]) -> None:
+    await asyncio.gather(*jobs)
 
 
 if __name__ == "__main__":

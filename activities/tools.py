@@ -4,6 +4,7 @@ at most once when it has side effects."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,9 +22,11 @@ from activities.still_running import telling_when_long
 from activities.tool_sources import ToolSources
 from activities.undo import prepare_undo
 from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
+from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import Ready, no_wait, workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
-from core.models import ListToolsInput, PreviewInput, ToolCatalog, ToolDef, ToolRequest, ToolResult
+from core.hosts import EVENT_NOT_SAVED, WorkspaceRestored, WorkspaceSaved
+from core.models import ListToolsInput, PreviewInput, ProjectionEvent, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
 from core.tool_specs import TOOL_SPECS, InvalidToolCall
 from core.undo import PrepareUndoInput, UndoPlan
@@ -50,7 +53,9 @@ class ToolActivities:
         host_queue: str | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
         undo_retention_seconds: float = 7 * 86400.0,
+        saves: WorkspaceSaves | None = None,
     ) -> None:
+        self._saves = saves  # None: workspaces are not saved (WORKSPACE_SAVES off)
         self._undo_retention = undo_retention_seconds
         self._workspace_dir = workspace_dir
         self._max_read_bytes = max_read_bytes
@@ -172,13 +177,58 @@ class ToolActivities:
         run: Callable[[ToolRequest, Callable[[], None], Ready], Awaitable[ToolResult]],
         beside: ToolStartWrites | None = None,
     ) -> ToolResult:
-        """Run through the execution ledger when the tool has side effects: never twice."""
+        """Run through the execution ledger when the tool has side effects: never twice. A call that
+        moved here from another host restores the workspace first; a tool that may write saves it
+        after, before its result is recorded (activities/workspace_saves.py)."""
         beside = beside or ToolStartWrites()
+        restored = await self._restore(request)
         try:
             async with telling_when_long(request):
-                return await self._once_beside(request, tool, run, beside)
+                result = await self._once_beside(request, tool, run, beside)
         finally:
             await beside.finish()
+        saved = await self._save(request) if tool.at_most_once else None
+        if restored is None and saved is None:
+            return result
+        return result.model_copy(update={"restored": restored, "saved": saved})
+
+    async def _restore(self, request: ToolRequest) -> WorkspaceRestored | None:
+        if request.restore_from is None or self._saves is None:
+            return None
+        root = workspace_for(self._workspace_dir, request.workspace)
+        activity.heartbeat()
+        restored = await self._saves.restore(root.name, root)
+        if restored is not None and os.geteuid() == 0 and root.is_dir():
+            # What the restore wrote is root's: the workspace goes back to root, so the sandbox's
+            # next launch hands it to the sandbox uid whole again (sandbox_identity.give_workspace).
+            os.chown(root, 0, 0, follow_symlinks=False)
+        activity.logger.info(
+            "workspace %s restored on this host after a move from %s: %s",
+            root.name,
+            request.restore_from,
+            "no save found" if restored is None else f"{restored.files} files saved at {restored.saved_at}",
+        )
+        return restored
+
+    async def _save(self, request: ToolRequest) -> WorkspaceSaved | None:
+        if self._saves is None:
+            return None
+        root = workspace_for(self._workspace_dir, request.workspace)
+        activity.heartbeat()
+        saved = await self._saves.save(root.name, root)
+        if saved.skipped:  # said where a person looks: the log, and the conversation's events (`show`)
+            activity.logger.warning("workspace %s not saved: %s", root.name, saved.skipped)
+            notice = ProjectionEvent(
+                event_key=f"{request.conversation_id}:{request.request_id}:{EVENT_NOT_SAVED}",
+                event_type=EVENT_NOT_SAVED,
+                conversation_id=request.conversation_id,
+                payload={"request_id": request.request_id, "reason": saved.skipped},
+            )
+            try:
+                await self._projection.append_stream_event(notice)
+            except Exception as err:
+                activity.logger.warning("could not show that %s was not saved: %s", root.name, err)
+        return saved
 
     async def _once_beside(
         self,

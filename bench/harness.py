@@ -137,7 +137,8 @@ class Bench:
         """checkout: run the worker from that source tree (the baseline) instead of this one;
         env: more variables for it (tracing, metrics)."""
         log = settings.workspace_dir.parent / f"worker-{kind}-{uuid.uuid4().hex[:4]}.log"
-        extra = {"TEMPORAL_NAMESPACE": settings.namespace, **(env or {})}
+        # Workspace saves off unless a scenario turns them on (latency times both).
+        extra = {"WORKSPACE_SAVES": "off", "TEMPORAL_NAMESPACE": settings.namespace, **(env or {})}
         if checkout is not None:
             extra["PYTHONPATH"] = str(checkout)
         proc = subprocess.Popen(

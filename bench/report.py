@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report_workspace_saves import workspace_saves_section
+
 
 def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -39,6 +41,7 @@ def _latency(s: dict[str, Any], peer: dict[str, Any] | None, baseline: dict[str,
     groups = [
         ("ours, projection on SQLite", "ours", "ratio", "ours (SQLite) / floor"),
         ("ours, projection on PostgreSQL", "ours_postgres", "ratio_postgres", "ours (PostgreSQL) / floor"),
+        ("ours, SQLite, workspace saved after each tool", "ours_saves", "ratio_saves", "ours (saves on) / floor"),
     ]
     if "before" in s:
         revision = f" ({baseline['revision']}, {baseline['commit']})" if baseline else ""
@@ -627,6 +630,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _file_tools(sc["file_tools"])
     if "request_latency" in sc:
         lines += _request_latency(sc["request_latency"])
+    if "workspace_saves" in sc:
+        lines += workspace_saves_section(sc["workspace_saves"])
     if "preview" in sc:
         lines += _preview(sc["preview"])
     lines += ["## Correctness counts", ""]

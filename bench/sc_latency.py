@@ -43,15 +43,20 @@ async def run(bench: Bench, count: int, stored_threshold: int | None = None) -> 
     groups are ours and ours with PAYLOAD_STORE_THRESHOLD=stored_threshold (0: every payload stored)."""
     label = "latency" if stored_threshold is None else f"latency_extstore(threshold={stored_threshold})"
     groups: dict[str, tuple[Settings, Path | None]] = {"ours": (bench.settings("latency"), None)}
+    # Workspace saves are on wherever PAYLOAD_STORE is set (the bench's workers have one): ours is
+    # timed without them, and "ours_saves" with them, each tool's workspace saved before its result.
+    saves = {name: "off" for name in ("ours", "ours_postgres", "ours_stored")} | {"ours_saves": "on"}
     if stored_threshold is not None:
         groups["ours_stored"] = (bench.settings("stored", stored_threshold), None)
     else:
         groups["ours_postgres"] = (bench.settings("latency-pg", backend="postgresql"), None)
+        groups["ours_saves"] = (bench.settings("latency-saves"), None)
         if bench.baseline is not None:
             groups["before"] = (bench.settings("latency-before"), bench.baseline)
     floor_settings = bench.settings("floor")
-    for settings, checkout in groups.values():
-        bench.start_worker(settings, "ours", DEFAULT_CACHE, checkout)
+    for name, (settings, checkout) in groups.items():
+        env = {"WORKSPACE_SAVES": saves[name]} if name in saves else None
+        bench.start_worker(settings, "ours", DEFAULT_CACHE, checkout, env)
     bench.start_worker(floor_settings, "floor", DEFAULT_CACHE)
     ids = {name: new_ids(f"lat-{name.replace('_', '-')}", count) for name in groups}
     floor_ids = new_ids("floor", count)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -119,6 +118,17 @@ def _port_env(name: str) -> int | None:
     return int(raw)
 
 
+DEFAULT_SAVE_EXCLUSIONS = (".venv", "node_modules", "__pycache__")
+
+
+def _save_exclusions() -> tuple[str, ...]:
+    """WORKSPACE_SAVE_EXCLUDE: comma-separated names or relative paths never saved (`.git/objects`)."""
+    raw = os.environ.get("WORKSPACE_SAVE_EXCLUDE")
+    if raw is None:
+        return DEFAULT_SAVE_EXCLUSIONS
+    return tuple(part.strip().strip("/") for part in raw.split(",") if part.strip().strip("/"))
+
+
 def _switch_env(name: str, default: bool) -> bool:
     raw = os.environ.get(name, "").strip().lower()
     if not raw:
@@ -153,8 +163,20 @@ class Settings:
     # LEDGER_DB, read once like every setting; None means beside approvals_db (see `ledger_db`).
     ledger_location: str | Path | None = field(default_factory=lambda: _database("LEDGER_DB", None))
     workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
-    # This worker's host: a conversation's tools run on the host that holds its workspace.
-    worker_host: str = field(default_factory=lambda: os.environ.get("WORKER_HOST") or socket.gethostname())
+    # This worker's host: a conversation's tools run on the host that holds its workspace. Empty
+    # (WORKER_HOST unset): the id kept in the workspace directory (`host_name`).
+    worker_host: str = field(default_factory=lambda: os.environ.get("WORKER_HOST", "").strip())
+    # A tool sent to a host that no worker polls moves to a live host after this many seconds.
+    host_gone_seconds: float = field(default_factory=lambda: _float_env("HOST_GONE_SECONDS", 120.0))
+    # On SIGTERM, how long running tools may take to finish before the worker hands its conversations over.
+    worker_stop_grace_seconds: float = field(default_factory=lambda: _float_env("WORKER_STOP_GRACE_SECONDS", 25.0))
+    # Workspaces saved to the payload store when a tool that may write ends: on by default where
+    # the store is shared (PAYLOAD_STORE set, S3 or a shared directory), off for a single host.
+    workspace_saves: bool = field(
+        default_factory=lambda: _switch_env("WORKSPACE_SAVES", bool(os.environ.get("PAYLOAD_STORE")))
+    )
+    workspace_save_max_bytes: int = field(default_factory=lambda: _count_env("WORKSPACE_SAVE_MAX_BYTES", 1 << 30))
+    workspace_save_exclude: tuple[str, ...] = field(default_factory=_save_exclusions)
     openai_base_url: str = field(default_factory=_model_url)
     openai_api_key: str = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "demo-key")
     llm_model: str = field(default_factory=_model_name)
@@ -213,7 +235,16 @@ class Settings:
     @property
     def host_task_queue(self) -> str:
         """The task queue only this host's workers poll: the tools of the conversations pinned here."""
-        return f"{self.task_queue}@{self.worker_host}"
+        return f"{self.task_queue}@{self.host_name}"
+
+    @property
+    def host_name(self) -> str:
+        """WORKER_HOST, or the id kept in the workspace directory (config/host_identity.py)."""
+        if self.worker_host:
+            return self.worker_host
+        from config.host_identity import kept_host_id
+
+        return kept_host_id(self.workspace_dir)
 
     def policy(self) -> PolicyFile:
         """POLICY_FILE's current content, parsed once for each content (config/policy_file.py)."""

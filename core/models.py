@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from core.hosts import WorkspaceRestored, WorkspaceSaved
 from core.previews import EffectPreview
 from core.why import WhyContext
 from core.wire_model import WireModel
@@ -288,6 +289,11 @@ class ConversationInput(WireModel):
     continue_as_new_after_events: int | None = None
     # The host task queue the conversation's tools run on, once chosen (recorded in history).
     tool_queue: str | None = None
+    host_gone_seconds: float = Field(
+        default=120.0, description="a tool waiting this long for a host no worker polls moves (HOST_GONE_SECONDS)"
+    )
+    left_hosts: list[str] = Field(default_factory=list, description="host queues that said they left (host_left)")
+    restore_from: str | None = Field(default=None, description="moved off this host: the next tool restores the files")
     context_budget_tokens: int | None = Field(
         default=None, description="past this the transcript is compacted; None: the built-in default"
     )
@@ -459,6 +465,9 @@ class ToolRequest(WireModel):
         description="the workflow holds the turn's status for this tool's result: a tool still running"
         f" this many seconds after it started signals {SIGNAL_TOOL_STILL_RUNNING} (workflows/status.py)",
     )
+    restore_from: str | None = Field(
+        default=None, description="the conversation moved from this host: restore its workspace's last save first"
+    )
 
 
 class ToolStillRunning(WireModel):
@@ -499,6 +508,8 @@ class ToolResult(WireModel):
     kv: dict[str, Any] | None = Field(default=None, description="new kv state when the tool changed it")
     wrong_host: bool = Field(default=False, description="not run: this worker is not on the request's run_on host")
     stale_target: str | None = Field(default=None, description="not run: the target's hash now (it changed)")
+    saved: WorkspaceSaved | None = Field(default=None, description="the workspace's save after the tool")
+    restored: WorkspaceRestored | None = Field(default=None, description="the workspace restored before the tool")
 
 
 class ProjectionEvent(WireModel):

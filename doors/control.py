@@ -104,6 +104,7 @@ def _start_input(
         policy=settings.load_policy(),
         delegation=settings.load_delegation(),
         approval_timeout_seconds=settings.approval_timeout,
+        host_gone_seconds=settings.host_gone_seconds,
         inbox=inbox,
         context_budget_tokens=settings.context_budget_tokens,
     )

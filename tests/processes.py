@@ -145,12 +145,14 @@ class WorkerProcess:
     env: dict[str, str]
     log_file: Path
     proc: subprocess.Popen[bytes] | None = None
+    command_prefix: list[str] | None = None  # e.g. a new UTS namespace with another host name
+    cwd: Path | None = None  # another checkout's worker (an earlier release); this one by default
 
     def start(self) -> WorkerProcess:
         log = self.log_file.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "worker.py"],
-            cwd=REPO_ROOT,
+            [*(self.command_prefix or []), sys.executable, "worker.py"],
+            cwd=self.cwd or REPO_ROOT,
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,

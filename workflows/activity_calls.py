@@ -13,6 +13,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
+    from core.hosts import HostCheck
     from core.models import (
         ApprovalRecord,
         ApprovalRequestedProjection,
@@ -37,6 +38,7 @@ EXECUTE_TOOL = "execute_tool"
 LIST_TOOLS = "list_tools"
 RUN_PYTHON_TOOL = "run_python_tool"
 PICK_TOOL_HOST = "pick_tool_host"
+CHECK_HOST = "check_host"
 CALL_MCP_TOOL = "call_mcp_tool"
 PREVIEW_EFFECT = "preview_effect"
 PREVIEW_HOST_WAIT = timedelta(seconds=10)
@@ -162,13 +164,45 @@ async def pick_tool_host() -> str:
     )
 
 
-async def run_tool(request: ToolRequest, source: str, summary: str, task_queue: str | None = None) -> ToolResult:
-    """task_queue: the host the conversation is pinned to (None: the workflow's own queue)."""
+async def check_host(task_queue: str, within_seconds: float) -> HostCheck:
+    """Whether a worker polled a host's queue within the last `within_seconds`, asked of Temporal
+    by any worker of the shared queue."""
     return await workflow.execute_activity(
+        CHECK_HOST,
+        args=[task_queue, within_seconds],
+        result_type=HostCheck,
+        start_to_close_timeout=PROJECTION_TIMEOUT,
+        retry_policy=PROJECTION_RETRY,
+        summary=f"is a worker polling {task_queue}?",
+    )
+
+
+async def run_tool(
+    request: ToolRequest,
+    source: str,
+    summary: str,
+    task_queue: str | None = None,
+    schedule_to_start: timedelta | None = None,
+) -> ToolResult:
+    """task_queue: the host the conversation is pinned to (None: the workflow's own queue)."""
+    return await start_tool(request, source, summary, task_queue, schedule_to_start)
+
+
+def start_tool(
+    request: ToolRequest,
+    source: str,
+    summary: str,
+    task_queue: str | None = None,
+    schedule_to_start: timedelta | None = None,
+) -> workflow.ActivityHandle[ToolResult]:
+    """The same call, its command issued now (not when a task first runs, which could put it after
+    another's command); schedule_to_start: how long it may wait for a worker of its host."""
+    return workflow.start_activity(
         TOOL_ACTIVITIES[source],
         request,
         task_queue=task_queue,
         result_type=ToolResult,
+        schedule_to_start_timeout=schedule_to_start,
         start_to_close_timeout=timedelta(minutes=10),
         heartbeat_timeout=timedelta(seconds=10),
         retry_policy=TOOL_RETRY,

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
 
     from core.approvals import ApprovalBook
+    from core.hosts import SIGNAL_HOST_LEFT, HostLeft
     from core.models import (
         ERROR_INVALID_DECISION,
         ERROR_TOOL_RUNNING,
@@ -47,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decision_handlers import DecisionHandlers
     from workflows.delegation import Delegator, close_after_cancel, final_state, narrow_catalog
     from workflows.handler_payloads import one_payload
+    from workflows.host_moves import HostKeeper
     from workflows.notify_outbox import NotificationOutbox
     from workflows.status import StatusKeeper
     from workflows.stoppable import unless_closed
@@ -84,6 +86,14 @@ class ConversationWorkflow(DecisionHandlers):
         self._switches = Switches(start)
         self._status = StatusKeeper(self._id, start.subagent.parent_id if start.subagent else None)
         self._outbox = NotificationOutbox()
+        self._hosts = HostKeeper(
+            self._status,
+            self._book.pending,
+            start.tool_queue,
+            start.host_gone_seconds,
+            start.left_hosts,
+            start.restore_from,
+        )
         self._tools = ToolRunner(
             ToolContext(
                 conversation_id=self._id,
@@ -96,7 +106,7 @@ class ConversationWorkflow(DecisionHandlers):
                 auto_approve=lambda: self.auto_approve,
                 get_kv=lambda: self._kv,
                 set_kv=self.replace_kv,
-                tool_queue=self.tool_queue,
+                hosts=self._hosts,
                 started_by=start.started_by,
                 narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
@@ -107,10 +117,9 @@ class ConversationWorkflow(DecisionHandlers):
             ),
             start.used_tool_call_ids,
         )
-        self._tool_queue = start.tool_queue
-        self._undo = Undoer(self._tools.context, self._tools, self.tool_queue)
+        self._undo = Undoer(self._tools.context, self._tools, self._hosts.queue_now)
         self._delegator = Delegator(
-            start, lambda: self._closed, self.tool_queue, self._tools.tool_names, lambda: self._workspace
+            start, lambda: self._closed, self._hosts.queue_now, self._tools.tool_names, lambda: self._workspace
         )
         self._context = ContextKeeper(self._id, start, self._status)
 
@@ -166,7 +175,9 @@ class ConversationWorkflow(DecisionHandlers):
                 "turn_count": self._turn_count,
                 "used_tool_call_ids": sorted(self._tools.used_ids),
                 "resolved": self._book.resolutions(),
-                "tool_queue": self._tool_queue,
+                "tool_queue": self._hosts.queue,
+                "left_hosts": sorted(self._hosts.left),
+                "restore_from": self._hosts.restore_from,
                 "context_budget_tokens": self._context.budget,
                 "context_anchor": self._context.anchor,
                 "archived_messages": self._context.archived,
@@ -244,17 +255,6 @@ class ConversationWorkflow(DecisionHandlers):
     def auto_approve(self) -> bool:
         return self._auto_approve or self._start.policy.mode == "auto_approve"
 
-    async def tool_queue(self) -> str | None:
-        """Where this conversation's tools run: the host of the worker that took the first of them.
-
-        Its workspace holds what earlier tools wrote, so every later tool goes there too. The choice
-        is an activity result, so it is in history and a replay (or another host) sees the same.
-        Histories from before this choice existed keep running their tools on the shared queue.
-        """
-        if self._tool_queue is None and workflow.patched(patches.PIN_TOOLS_TO_HOST):
-            self._tool_queue = await calls.pick_tool_host()
-        return self._tool_queue
-
     def is_closed(self) -> bool:
         return self._closed
 
@@ -312,13 +312,20 @@ class ConversationWorkflow(DecisionHandlers):
         if one_payload(SIGNAL_TOOL_STILL_RUNNING, args, ToolStillRunning) is not None:
             self._status.catch_up()
 
+    @workflow.signal(name=SIGNAL_HOST_LEFT)
+    async def host_left(self, *args: Any) -> None:
+        """A stopping worker hands its conversations over: their tools go to a live host now."""
+        left = one_payload(SIGNAL_HOST_LEFT, args, HostLeft)
+        if left is not None and not self._closed:
+            await self._hosts.host_left(left.task_queue, left.why)
+
     @workflow.update(name=UPDATE_MOVE)
     def move(self, *args: Any) -> MoveResult:
         moving = one_payload(UPDATE_MOVE, args, MoveInput)
         if moving is None:
             raise ApplicationError(_MOVE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         workflow.patched(patches.MOVE_CONVERSATION_HOST)
-        before, self._tool_queue = self._tool_queue, moving.to  # carried across continue-as-new
+        before = self._hosts.moved_by_person(moving.to)  # carried across continue-as-new
         workflow.logger.info("tools of %s moved from %s to %s by %s", self._id, before, moving.to, moving.by)
         return MoveResult(moved_from=before, to=moving.to)
 

@@ -191,6 +191,7 @@ class Delegator:
             started_by=start.started_by,
             policy=narrow(start.policy, start.delegation.rules),
             approval_timeout_seconds=start.approval_timeout_seconds,
+            host_gone_seconds=start.host_gone_seconds,
             inbox=[str(arguments["task"])],
             messages=[ChatMessage(role="system", content=prompt)],
             context_budget_tokens=start.context_budget_tokens,

@@ -31,6 +31,10 @@ PREVIEW_IN_WORKFLOW_TASK = "preview-in-workflow-task"  # a preview on the workfl
 PATCH_CHECKS_BEFORE_ASKING = "patch-checks-before-asking"  # a decision's patches checked when it is asked
 STATUS_WITH_THE_TOOL_RESULT = "status-with-the-tool-result"  # search attributes follow a decision later
 TIMERS_AFTER_THE_TOOL = "timers-after-the-tool"  # a decision's task starts and cancels no timer
+# A tool whose host no worker polls (a schedule-to-start timeout) or whose host said it left moves
+# to a live host. Checked only when one of those happens, never on the way from a decision to its
+# tool, so a conversation pinned by an earlier release moves too.
+HOST_GONE_MOVES = "host-gone-moves"
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those
@@ -67,4 +71,5 @@ ALL = (
     PATCH_CHECKS_BEFORE_ASKING,
     STATUS_WITH_THE_TOOL_RESULT,
     TIMERS_AFTER_THE_TOOL,
+    HOST_GONE_MOVES,
 )

@@ -7,8 +7,9 @@ the workflow is itself on that host (the host was picked by a worker that held t
 the activity goes on the workflow's own queue, where the SDK hands it straight back to this worker
 (eager activity execution), marked with the one host that may run it. A worker of another host (the
 workflow moved after a crash, or the task was not taken eagerly) answers `wrong_host` without
-running anything, and the call then goes to the host's queue as before. Which way it went is an
-activity result in history, so a replay takes the same path.
+running anything, and the call then goes to the host's queue as before, where it may find that the
+host left and move (host_moves.py). Which way it went is an activity result in history, so a replay
+takes the same path.
 """
 
 from __future__ import annotations
@@ -22,23 +23,43 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     from core.models import ToolRequest, ToolResult
     from workflows import activity_calls as calls
+    from workflows.host_moves import HostKeeper
 
 # Histories from before this choice send every pinned tool to the host's queue directly.
 
 
 async def run_pinned(
-    request: ToolRequest, source: str, summary: str, host_queue: str | None, detour: Callable[[], None] | None = None
+    request: ToolRequest, source: str, summary: str, hosts: HostKeeper, detour: Callable[[], None] | None = None
 ) -> ToolResult:
-    """Run one tool call on host_queue's host (None: on any worker of the shared queue). `detour`
-    is called when the call goes round by its host's queue, where it may wait for the host."""
-    if host_queue is None or not workflow.patched(patches.TOOLS_EAGER_ON_HOST):
-        return await calls.run_tool(request, source, summary, host_queue)
-    here = await calls.run_tool(request.model_copy(update={"run_on": host_queue}), source, summary)
-    if not here.wrong_host:
-        return here
-    if detour is not None:
-        detour()
-    if request.resolved is not None:  # the host may be down a while: show the decision now
-        await calls.project(request.resolved)
-        request = request.model_copy(update={"resolved": None})
-    return await calls.run_tool(request, source, f"{summary} (on its host)", host_queue)
+    """Run one tool call on the conversation's host (none chosen: on any worker of the shared
+    queue), moving to another host when its own is gone (host_moves.py). `detour` is called when
+    the call goes round by its host's queue, where it may wait for the host."""
+    host_queue = await hosts.queue_now()
+    if host_queue is None:
+        return await calls.run_tool(request, source, summary)
+    eager = workflow.patched(patches.TOOLS_EAGER_ON_HOST)
+    while True:
+        if hosts.restore_from is not None:
+            request = request.model_copy(update={"restore_from": hosts.restore_from})
+        if eager:
+            here = await calls.run_tool(request.model_copy(update={"run_on": host_queue}), source, summary)
+            if not here.wrong_host:
+                return _told(here, hosts)
+            if detour is not None:
+                detour()
+                detour = None
+            if request.resolved is not None:  # the host may be down a while: show the decision now
+                await calls.project(request.resolved)
+                request = request.model_copy(update={"resolved": None})
+        on_host = f"{summary} (on its host)" if eager else summary
+        outcome = await hosts.run_on_queue(request, source, on_host, host_queue)
+        if isinstance(outcome, ToolResult):
+            return _told(outcome, hosts)
+        await hosts.move(outcome, host_queue)
+        host_queue = hosts.queue or host_queue
+
+
+def _told(result: ToolResult, hosts: HostKeeper) -> ToolResult:
+    """The first result after a move says so to the model."""
+    note = hosts.moved_note(result)
+    return result if note is None else result.model_copy(update={"content": f"{note}\n\n{result.content}"})

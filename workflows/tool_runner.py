@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, InvalidToolCall, main_argument_text
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
+    from workflows.host_moves import HostKeeper
     from workflows.notify_outbox import NotificationOutbox
     from workflows.previewing import MAX_REASKS, Previewer
     from workflows.reminders import RequestTimers
@@ -68,8 +69,8 @@ class ToolContext:
     auto_approve: Callable[[], bool]
     get_kv: Callable[[], dict[str, Any]]
     set_kv: Callable[[dict[str, Any]], None]
-    # Where this conversation's tools run (a host's task queue, chosen once; None: the shared queue).
-    tool_queue: Callable[[], Awaitable[str | None]]
+    # Where this conversation's tools run (a host's task queue, chosen once, moved off a host that left).
+    hosts: HostKeeper
     started_by: str | None = None  # who started the conversation, for self-approval rules
     # What the conversation offers of the listed tools, and how a `delegate` call runs (subagents).
     narrow_catalog: Callable[[Catalog], Catalog] | None = None
@@ -109,7 +110,7 @@ class ToolRunner:
             context.policy,
             context.book,
             context.workspace,
-            context.tool_queue,
+            context.hosts.queue_now,
             context.transcript,
             context.parent_task,
         )
@@ -179,7 +180,7 @@ class ToolRunner:
         plans = [self._plan(call) for call in tool_calls]
         if any(plan.verdict in ("allow", "ask") for plan in plans):
             # Choose the host before anyone is asked, so a decision is never kept waiting for it.
-            await self._ctx.tool_queue()
+            await self._ctx.hosts.queue_now()
         first_ask = next((i for i, plan in enumerate(plans) if plan.verdict == "ask"), len(plans))
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
@@ -381,7 +382,7 @@ class ToolRunner:
             try:
                 # A held status the tool would signal for is published once the call may wait for its host.
                 detour = ctx.status.catch_up if catch_up is not None else None
-                result = await run_pinned(request, spec.source, summary, await ctx.tool_queue(), detour)
+                result = await run_pinned(request, spec.source, summary, ctx.hosts, detour)
             except ActivityError as err:
                 cause = err.__cause__ or err
                 result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)

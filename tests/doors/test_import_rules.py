@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "payload_store": {"config"},
     "storage": {"core", "config"},
     "workflows": {"core", "durable_approvals"},
-    "activities": {"core", "config", "storage", "workflows", "approvals_tools", "durable_approvals"},
+    # The payload store: workspaces are saved there when a tool ends, and restored on a new host.
+    "activities": {"core", "config", "storage", "payload_store", "workflows", "approvals_tools", "durable_approvals"},
     "doors": {"core", "config", "storage", "payload_store", "workflows"},
     "maintenance": {"core", "config", "storage", "doors", "payload_store", "workflows"},
     "demo_model": {"core"},
