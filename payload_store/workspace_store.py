@@ -118,9 +118,13 @@ class LocalWorkspaceStore:
             except FileNotFoundError:
                 pass
             new[target] = blob
-        # Each write waits for its fsyncs: a few at once share the filesystem's journal commits.
-        with ThreadPoolExecutor(max_workers=_PARALLEL_WRITES) as pool:
-            list(pool.map(_write_blob, new.items()))
+        # Each write waits for its fsyncs: a few at once share the filesystem's journal commits. One
+        # alone (a small edit's chunk, a manifest's root) is written here, with no pool to start.
+        if len(new) == 1:
+            _write_blob(next(iter(new.items())))
+        elif new:
+            with ThreadPoolExecutor(max_workers=_PARALLEL_WRITES) as pool:
+                list(pool.map(_write_blob, new.items()))
         for target in new:
             self._found.add(kind + target.name)
         return sum(map(len, new.values()))
