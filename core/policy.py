@@ -24,10 +24,13 @@ _LEGACY_LEADING = re.compile(
     r"^(?:(?:[{}!]|if|then|else|elif|fi|do|done|while|until|time|[A-Za-z_][A-Za-z0-9_]*=\S*)(?:\s+|$))+"
 )
 
+# No whole tool under `ask`: a call no rule matches is asked anyway, and an ask rule outranks every
+# allow, so `ask = ["run_shell"]` would only stop a later `allow = ["run_shell(git status*)"]` from
+# taking effect. `ask` is for a narrower pattern a broader allow must not let through.
 DEFAULT_RULES = PolicyRules(
     mode="default",
     allow=["list_dir", "read_file", "kv_get", "kv_set", "delegate"],
-    ask=["write_file", "run_shell"],
+    ask=[],
     deny=["run_shell(rm -rf /*)", "run_shell(sudo *)", "write_file(.git/**)", "write_file(**/.git/**)"],
 )
 
@@ -171,3 +174,23 @@ def asking_rule(rules: PolicyRules, tool: str | ToolDef, main_argument: str) -> 
             if any(Rule.parse(text).matches(name, value) for value in candidates):
                 return text
     return None
+
+
+def deciding_rules(rules: PolicyRules, tool: str | ToolDef, main_argument: str) -> list[str]:
+    """The rules of one rule set (its outer sets aside) behind a call's verdict, for reports: the
+    first deny rule that matches; else the first ask rule (none in auto-approve mode); else, when
+    allow rules cover every part of the call, one allow rule per part; [] when no rule decided."""
+    candidates, allow_candidates = _candidates(tool, main_argument)
+    name = tool if isinstance(tool, str) else tool.name
+    lists = (rules.deny,) if rules.mode == "auto_approve" else (rules.deny, rules.ask)
+    for texts in lists:
+        for text in texts:
+            if any(Rule.parse(text).matches(name, value) for value in candidates):
+                return [text]
+    covering: list[str] = []
+    for value in allow_candidates:
+        found = next((text for text in rules.allow if Rule.parse(text).matches(name, value)), None)
+        if found is None:
+            return []
+        covering.append(found)
+    return list(dict.fromkeys(covering))

@@ -9,13 +9,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from config.errors import ConfigError
 from core.fatigue import FatigueLimits, suggest_rules
+from core.models import PolicyRules
 from core.stats import approval_stats
 from storage.audit import parse_since
 from storage.figures import escalated_requests
 from ui.analytics_page import analytics_html
 from ui.errors import Unprocessable
-from ui.route_support import api_router, ledger_of, store_of
+from ui.route_support import api_router, ledger_of, settings_of, store_of
 from ui.security import authenticated
 
 router = api_router()
@@ -28,7 +30,7 @@ async def figures(request: Request, since: str | None, suggestions: bool = False
     rows = await store_of(request).audit(since_of(since))
     found = approval_stats(rows, escalated)
     if suggestions:
-        found["suggestions"] = [suggestion.as_dict() for suggestion in suggest_rules(rows)]
+        found["suggestions"] = [item.as_dict() for item in suggest_rules(rows, policy=current_policy(request))]
     return found
 
 
@@ -64,4 +66,12 @@ async def rule_suggestions(
         raise Unprocessable("min_count must be at least 1 and max_median above 0")
     rows = await store_of(request).audit(since_of(since))
     limits = FatigueLimits(min_count=min_count, max_median_seconds=max_median)
-    return [suggestion.as_dict() for suggestion in suggest_rules(rows, limits)]
+    return [suggestion.as_dict() for suggestion in suggest_rules(rows, limits, current_policy(request))]
+
+
+def current_policy(request: Request) -> PolicyRules:
+    """POLICY_FILE's rules, so a suggestion names the ask rule that would block it."""
+    try:
+        return settings_of(request).load_policy()
+    except ConfigError as err:
+        raise Unprocessable(str(err)) from None

@@ -109,7 +109,7 @@ async def test_a_new_file_and_a_shell_command_are_previewed(
         assert preview_of(first).new_file and preview_of(first).diff == "+one\n+two\n"
         assert preview_of(first).target_hash == "absent"
         assert preview_of(second).words == ["echo hi", "ls -la"]
-        assert preview_of(second).rule == "run_shell"
+        assert preview_of(second).rule is None  # no ask rule: asked because no allow rule covers it
         for row in (first, second):
             await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="deny"))
         await wait_status(client, cid, "idle")
