@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report_attention import attention_section
 from bench.report_workspace_saves import workspace_saves_section
 
 
@@ -634,6 +635,8 @@ def render(results: dict[str, Any]) -> str:
         lines += workspace_saves_section(sc["workspace_saves"])
     if "preview" in sc:
         lines += _preview(sc["preview"])
+    if "attention" in sc:
+        lines += attention_section(sc["attention"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

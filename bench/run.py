@@ -52,6 +52,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "observability": (200, 30),
     "preview": (50, 20),
     "workspace_saves": (20, 5),
+    "attention": (10_000, 10_000),  # calls of the recorded trace replayed: all of it
 }
 
 SETTINGS = [
@@ -122,6 +123,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "observability": ("sc_observability", {}),
     "preview": ("sc_preview", {}),
     "workspace_saves": ("sc_workspace_saves", {}),
+    "attention": ("sc_attention", {}),  # rules, grants, pre-screen over bench/attention_trace.jsonl
 }
 
 

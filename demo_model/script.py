@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from core.compaction import is_summary_request
+from demo_model.prescreen import is_prescreen_request, prescreen_reply
 from demo_model.server import text_reply, tool_reply
 
 LABEL = "(scripted demo model)"
@@ -121,8 +122,11 @@ def scripted_summary(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def respond(body: dict[str, Any]) -> dict[str, Any]:
-    """The Responder for ScriptedModelServer: a function of the transcript only."""
+    """The Responder for ScriptedModelServer: a function of the request only (the transcript, and
+    the tool_choice of a pre-screen)."""
     messages: list[dict[str, Any]] = body.get("messages") or []
+    if is_prescreen_request(body):
+        return prescreen_reply(body, LABEL)
     if is_summary_request(messages):
         return scripted_summary(messages)
     if messages and messages[-1].get("role") == "tool":
