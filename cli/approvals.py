@@ -13,12 +13,14 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CliError, paged, refused
+from cli.grants import announce, check_grant_usage, grant_for_approval, keep_always, make
 from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.questions import print_questions
 from cli.temporal import Session, rpc
 from core.models import DecisionInput
 
 if TYPE_CHECKING:
+    from core.grants import Grant
     from core.models import Decision
     from storage.store import ProjectionStore
 
@@ -68,8 +70,8 @@ async def pending(args: argparse.Namespace, session: Session) -> int:
     for conversation_id in sorted({row["conversation_id"] for row in rows if row["conversation_failed"]}):
         print(f"Conversation {conversation_id} failed: {shown(failed[conversation_id] or 'no reason recorded')}")
     note(
-        "Decide with: python starter.py approve REQUEST... [--always] | deny REQUEST... --reason TEXT"
-        " | edit REQUEST --set NAME=VALUE"
+        "Decide with: python starter.py approve REQUEST... [--always] | approve REQUEST --grant PATTERN"
+        " | deny REQUEST... --reason TEXT | edit REQUEST --set NAME=VALUE"
     )
     await print_questions(store)
     return EXIT_OK
@@ -104,6 +106,7 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
     ids = list(dict.fromkeys(args.request_ids))
     if args.args_hash is not None and len(ids) != 1:
         raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
+    check_grant_usage(args, ids)
     store = session.store()
     rows = {request_id: await store.approval(request_id) for request_id in ids}
     decisions, decider = await _decisions(args, session, rows)
@@ -114,6 +117,7 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
             refusals[rid] = why
     if len(ids) == 1 and refusals:
         raise refused(refusals[ids[0]])
+    granting = await grant_for_approval(args, session, rows[ids[0]], decisions[ids[0]]) if len(ids) == 1 else None
     if len(ids) > 1:
         print(f"{_VERBS[_decision(args)]} {len(ids)} calls:")
         for request_id in ids:
@@ -122,12 +126,26 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
             print(f"  {shown(request_id)}  {call}")
     todo = [(row, decisions[rid]) for rid, row in rows.items() if rid not in refusals and row is not None]
     failures = await _send_all(session, todo, refusals, decider) if todo else {}
+    await _grants_after(session, todo, {**refusals, **failures}, granting)
     for request_id in ids:
         why = refusals.get(request_id) or failures.get(request_id)
         if why is not None:
             print(f"error: {shown(why)}", file=sys.stderr)
     # Refused (unknown, decided, stale, ended, not an approver) is 3; Temporal unreachable for some is 1.
     return EXIT_REFUSED if refusals else (EXIT_FAILED if failures else EXIT_OK)
+
+
+async def _grants_after(
+    session: Session, todo: list[tuple[dict[str, Any], DecisionInput]], unsent: dict[str, str], granting: Grant | None
+) -> None:
+    """What an approval leaves standing: the grant of `--grant`, the always-allow of `--always`."""
+    for row, request in todo:
+        if row["request_id"] in unsent:
+            continue
+        if granting is not None:
+            announce(await make(session, granting, request.groups))
+        elif request.decision == "always_allow" and request.decided_by:
+            await keep_always(session, row, request.decided_by)
 
 
 _VERBS = {"allow": "Approved", "always_allow": "Approved (always for this tool)", "deny": "Denied"}

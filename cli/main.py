@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rules": ("cli.rules", "rules"),
     "stats": ("cli.stats", "stats"),
     "users": ("cli.users", "users"),
+    "grants": ("cli.grants", "grants"),
     "close": ("cli.controls", "close"),
     "auto-approve": ("cli.controls", "auto_approve"),
     "move": ("cli.hosts", "move"),

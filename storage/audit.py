@@ -106,6 +106,20 @@ async def list_switches(tx: Tx, since: str | None = None, conversation_id: str |
     return rows
 
 
+async def list_shadow_differences(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
+    """Calls the [shadow] rules judged otherwise than the live ones (workflows/shadow_rules.py), oldest first."""
+    sql = "SELECT conversation_id, payload_json, created_at FROM ui_events WHERE event_type = 'policy.shadow_differs'"
+    params: list[Any] = []
+    if since is not None:
+        sql += " AND created_at >= ?"
+        params.append(since)
+    found = await tx.fetchall(sql + " ORDER BY event_id", params)
+    return [
+        {"conversation_id": row["conversation_id"], "created_at": row["created_at"], **json.loads(row["payload_json"])}
+        for row in found
+    ]
+
+
 async def list_trail(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     """The whole audit: requests (kind `request`), switches (kind `switch`) and rapid-approval
     notices (kind `notice`), oldest first."""

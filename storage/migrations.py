@@ -184,6 +184,18 @@ def _projection_v11(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v12(dialect: Dialect) -> list[str]:
+    """Grants: a person's standing "allow calls like this" (a rule pattern, a scope, a lifetime),
+    kept after it is revoked or expires, as a record of who allowed what."""
+    return [
+        """CREATE TABLE IF NOT EXISTS ui_grants (
+            grant_id TEXT PRIMARY KEY, pattern TEXT NOT NULL, scope TEXT NOT NULL, conversation_id TEXT,
+            made_by TEXT NOT NULL, door TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT,
+            revoked_at TEXT, revoked_by TEXT, from_request TEXT)""",
+        """CREATE INDEX IF NOT EXISTS ui_grants_live ON ui_grants (conversation_id) WHERE revoked_at IS NULL""",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -205,6 +217,7 @@ MIGRATIONS = {
         _projection_v9,
         _projection_v10,
         _projection_v11,
+        _projection_v12,
     ],
     "ledger": [_ledger_v1],
 }

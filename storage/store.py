@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.grants import Grant
 from core.models import (
     ApprovalRecord,
     ApprovalRequestedProjection,
@@ -27,6 +28,7 @@ from storage import (
     claims,
     fatigue_notices,
     figures,
+    grants,
     previous_content,
     reader,
     sessions,
@@ -139,6 +141,31 @@ class ProjectionStore:
         """host -> open conversations whose tool waits for it (the metrics' gauge)."""
         return await self.backend.run(worker_hosts.waiting_by_host, write=False)
 
+    # Grants: standing "allow calls like this" by a person, with a scope and a lifetime.
+    async def add_grant(self, grant: Grant) -> None:
+        await self.backend.run(lambda tx: grants.add_grant(tx, grant))
+
+    async def grants(self, include_ended: bool = False, now: datetime | None = None) -> list[Grant]:
+        """Oldest first: the active ones at `now` (default: this moment), or every one ever made."""
+        moment = now or datetime.now(UTC)
+        return await self.backend.run(lambda tx: grants.list_grants(tx, include_ended, moment), write=False)
+
+    async def grant(self, grant_id: str) -> Grant | None:
+        return await self.backend.run(lambda tx: grants.get_grant(tx, grant_id), write=False)
+
+    async def revoke_grant(self, grant_id: str, by: str, at: datetime) -> Grant | None:
+        """None: no such grant; one revoked already is returned as it was."""
+        return await self.backend.run(lambda tx: grants.revoke_grant(tx, grant_id, by, at))
+
+    async def grants_in_scope(self, conversation_ids: list[str]) -> list[Grant]:
+        """Not revoked, everywhere or for one of these conversations; the caller checks `active(now)`."""
+        ids = list(dict.fromkeys(conversation_ids))
+        return await self.backend.run(lambda tx: grants.grants_in_scope(tx, ids), write=False)
+
+    async def top_conversation(self, conversation_id: str) -> str:
+        """The top of the conversation's delegation chain (itself when it has no parent)."""
+        return await self.backend.run(lambda tx: grants.top_conversation(tx, conversation_id), write=False)
+
     # Claims: the deciders' arbiter (first decision wins across every process and host).
     async def claim_decision(self, decision: DecisionInput) -> ClaimedDecision:
         # A single approval is claimed in two statements and no transaction: on PostgreSQL two round
@@ -206,6 +233,10 @@ class ProjectionStore:
     async def audit_trail(self, since: str | None = None) -> list[dict[str, Any]]:
         """Requests and switches together, oldest first (see audit.list_trail)."""
         return await self.backend.run(lambda tx: audit.list_trail(tx, since), write=False)
+
+    async def shadow_differences(self, since: str | None = None) -> list[dict[str, Any]]:
+        """Where the [shadow] rules judged a call otherwise than the live rules, oldest first."""
+        return await self.backend.run(lambda tx: audit.list_shadow_differences(tx, since), write=False)
 
     async def switches(self, conversation_id: str) -> list[dict[str, Any]]:
         """Who closed the conversation and switched its auto-approve, oldest first."""

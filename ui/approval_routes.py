@@ -22,6 +22,7 @@ from core.models import (
 )
 from doors import control
 from doors.edit_control import ERROR_EDIT_UNCHECKED
+from doors.grants import record_always
 from storage.claims import DecisionRefused
 from storage.fatigue_notices import notice_text
 from storage.reader import BadCursor
@@ -30,6 +31,7 @@ from storage.writes import now_iso
 from ui import queries
 from ui.bodies import BatchDecisionBody, DecisionBody, ExtendBody, json_body, read_json_body
 from ui.errors import Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable, Unprocessable
+from ui.grant_routes import grant_document, grant_now, grant_with_approval
 from ui.route_support import (
     api_router,
     client_of,
@@ -58,7 +60,7 @@ async def list_approvals(
         page = await queries.approvals(store_of(request), status, conversation_id, page_size(limit), after)
     except BadCursor as err:
         raise Unprocessable(str(err)) from None
-    page.items = [queries.with_requester_link(settings_of(request), item) for item in page.items]
+    page.items = [queries.with_grant_offer(queries.with_requester_link(settings_of(request), i)) for i in page.items]
     return paged(request, response, page)
 
 
@@ -68,7 +70,7 @@ async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
     found = await store_of(request).approval(request_id)
     if found is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
-    return queries.with_requester_link(settings_of(request), found)
+    return queries.with_grant_offer(queries.with_requester_link(settings_of(request), found))
 
 
 @router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
@@ -77,8 +79,12 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     require_id(request_id, "approval request")
     body = await read_json_body(request, DecisionBody)
     settings, store = settings_of(request), store_of(request)
-    if await store.approval(request_id) is None:
+    row = await store.approval(request_id)
+    if row is None:
         raise NotFound(f"no approval request {request_id}", error_type=ERROR_UNKNOWN_APPROVAL)
+    who = await identity(request, body.name)
+    # A grant that goes with the approval is checked first: a refused one leaves the call undecided.
+    granting = None if body.grant is None else await grant_with_approval(request, body.grant, who, row, body.decision)
     decision = DecisionInput(
         request_id=request_id,
         decision=body.decision,
@@ -86,7 +92,7 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
         args_hash=body.args_hash,
         arguments=body.arguments,
         door="ui",
-        **(await identity(request, body.name)),
+        **who,
     )
     client = await client_of(request)
     asked_at = now_iso()
@@ -100,8 +106,13 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
                 "the conversation is no longer running, so nothing can be decided", error_type="ConversationClosed"
             ) from None
         raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
-    approval = await store.approval(request_id)
-    sent = {"request_id": request_id, "status": "sent", "decision": decision.model_dump(), "approval": approval}
+    sent: dict[str, Any] = {"request_id": request_id, "status": "sent", "decision": decision.model_dump()}
+    if granting is not None:
+        made = await grant_now(request, granting, who)
+        sent |= {"grant": grant_document(made.grant), "approved": made.approved}
+    elif decision.decision == "always_allow" and decision.decided_by:
+        sent["grant"] = grant_document(await record_always(store, row, decision.decided_by))
+    sent["approval"] = await store.approval(request_id)
     notices = await store.fatigue_notices(asked_at, decision.decided_by) if decision.decided_by else []
     if notices:
         sent["notice"] = notice_text(notices[-1])
@@ -137,7 +148,14 @@ async def decide_batch(request: Request) -> dict[str, Any]:
         )
         for item in body.items
     ]
-    results = await control.send_batch(await client_of(request), settings_of(request), decisions, store_of(request))
+    store = store_of(request)
+    results = await control.send_batch(await client_of(request), settings_of(request), decisions, store)
+    if body.decision == "always_allow" and who["decided_by"]:
+        # Each always-allow sent is kept as a grant too, so it can be listed and revoked.
+        for sent in (r for r in results if r.error_type is None):
+            row = await store.approval(sent.request_id)
+            if row is not None:
+                await record_always(store, row, who["decided_by"])
     return {
         "decision": body.decision,
         "results": [

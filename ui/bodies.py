@@ -24,6 +24,19 @@ class StrictBody(WireModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class GrantOffer(StrictBody):
+    """With an approval: also allow calls like this one (see docs/decisions.md, Grants)."""
+
+    pattern: str = Field(min_length=1, max_length=100_000, description="a rule: tool or tool(glob)")
+    scope: Literal["conversation", "everywhere"] = Field(description="conversation: the request's top conversation")
+    for_seconds: int | float | None = Field(default=None, gt=0, description="its lifetime; none: until revoked")
+
+
+class GrantBody(GrantOffer):
+    conversation_id: str | None = Field(default=None, max_length=1000, description="with scope conversation")
+    name: str | None = Field(default=None, min_length=1, max_length=100, description="who grants; default web")
+
+
 class DecisionBody(StrictBody):
     decision: Decision
     reason: str | None = Field(default=None, max_length=2000)
@@ -34,6 +47,7 @@ class DecisionBody(StrictBody):
     arguments: dict[str, Any] | None = Field(
         default=None, description="with decision edit: the new arguments the call runs with (checked by the workflow)"
     )
+    grant: GrantOffer | None = Field(default=None, description="with decision allow: also make this grant")
 
 
 class BatchItem(StrictBody):

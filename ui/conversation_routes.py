@@ -70,7 +70,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     row, approvals = await store_of(request).conversation_view(conversation_id)
     view: dict[str, Any] = {
         "conversation_id": conversation_id,
-        "approvals": approvals,
+        "approvals": [queries.with_grant_offer(approval) for approval in approvals],
         "temporal_url": queries.temporal_url(settings, conversation_id),
         "updated_at": row["updated_at"] if row else None,
         **queries.host_wait_fields(row),

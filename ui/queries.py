@@ -30,6 +30,16 @@ def with_requester_link(settings: Settings, approval: dict) -> dict:
     return approval
 
 
+def with_grant_offer(approval: dict) -> dict:
+    """A waiting card offers "and allow calls like this": the narrowest rules covering its call and
+    the steps wider (doors/grant_checks.py `offer`); None when no grant may be offered for it."""
+    if approval.get("status") == "pending":
+        from doors.grant_checks import offer
+
+        approval["grant_offer"] = offer(approval)
+    return approval
+
+
 def host_wait_fields(row: dict[str, Any] | None) -> dict[str, Any]:
     """The host a conversation's tools run on, a wait for a host no worker polls (the raw payload),
     and the line people read about it (core/host_wait.py, as `show` prints it)."""

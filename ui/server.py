@@ -21,6 +21,7 @@ from ui import (
     conversation_routes,
     elicitation_routes,
     events,
+    grant_routes,
     metrics_routes,
     pages,
     slack,
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     conversation_routes.router,
     approval_routes.router,
+    grant_routes.router,
     elicitation_routes.router,
     undo_routes.router,
     team_routes.router,

@@ -34,7 +34,7 @@ from tests.ui_fixtures import served_app
 from ui.bodies import DecisionBody, MessageBody
 from worker import build_worker
 
-TABLES = ("ui_pending_approvals", "ui_conversations", "ui_events", "ui_decision_claims")
+TABLES = ("ui_pending_approvals", "ui_conversations", "ui_events", "ui_decision_claims", "ui_grants")
 STATE_KEYS = ("turn_status", "messages", "pending_approvals", "always_allow", "auto_approve", "approvals")
 
 
@@ -81,7 +81,7 @@ class Fuzz:
                 self.problems.append(f"refused with {response.status_code} but changed state: {label}")
         elif case.method != "GET":
             self._before = None
-            if response.status_code == 201:
+            if response.status_code == 201 and "conversation_id" in response.json():  # a grant is 201 too
                 self.started.add(response.json()["conversation_id"])
 
     def run(self) -> None:

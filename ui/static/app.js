@@ -8,6 +8,7 @@ import { inTreeOrder } from "./tree.js";
 import { applyDelta, reattach, resetStream } from "./stream.js";
 import { editControls } from "./edit.js";
 import { extendControls } from "./extend.js";
+import { grantOffer } from "./grant.js";
 import { undoControl } from "./undo.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
 import { questionCard } from "./questions.js";
@@ -85,7 +86,7 @@ function syncCards(container, approvals, options) {
   const key = approvals.map((a) => `${a.request_id}:${a.status}:${(a.approved_by || []).length}:${a.expires_at}`).join("|");
   if (container.dataset.key === key) return;
   container.dataset.key = key;
-  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls, extender, undoer };
+  const shared = { ...options, onDecide: decide, principal: view.principal, editor: editControls, extender, undoer, granter: grantOffer };
   container.replaceChildren(...approvals.map((a) => approvalCard(a, shared)));
 }
 
@@ -112,7 +113,7 @@ async function decide(approval, decision, reason, buttons, extra = {}) {
   const result = await api(`/api/approvals/${encodeURIComponent(approval.request_id)}/decision`, { json: body });
   if (result.ok) {
     const verb = decision === "edit" ? "approved with edited arguments" : decision.replace("_", " ");
-    toast(`${verb}: sent for ${approval.tool_name}`);
+    toast(`${verb}: sent for ${approval.tool_name}${grantNote(result.body)}`);
     // A run of approvals too fast to have been read: said plainly, and kept in the audit.
     if (result.body && result.body.notice) showFatigue(result.body.notice);
   } else {
@@ -120,6 +121,13 @@ async function decide(approval, decision, reason, buttons, extra = {}) {
     buttons.forEach((b) => (b.disabled = false));
   }
   refreshSoon(approval.conversation_id);
+}
+
+// A grant made with the approval: its rule, and the waiting calls it approved at once.
+function grantNote(body) {
+  if (!body || !body.grant || !body.approved) return "";
+  const more = body.approved.length ? `; it approved ${body.approved.length} more waiting` : "";
+  return `; granted ${body.grant.pattern} (${body.grant.grant_id})${more}`;
 }
 
 // MCP servers' questions; a card being filled in stays as it is while its question waits.
