@@ -24,6 +24,7 @@ from activities.approved_effects import ApprovedEffectActivities
 from activities.host_handoff import hand_over
 from activities.host_presence import keep_noting
 from activities.hosts import HostActivities
+from activities.judge import JudgeActivities
 from activities.ledger import Ledger
 from activities.llm import LlmActivities
 from activities.mcp_elicitation import ElicitationDesk
@@ -41,6 +42,7 @@ from config.settings import Settings
 from config.telemetry import setup_tracing, shutdown_tracing
 from config.workflow_sandbox import WORKFLOW_RUNNER
 from core.wire_model import build_deferred_models
+from doors.policy_reload import watch_policy_file
 from maintenance.failure_watch import FailureWatch
 from maintenance.stranded_tools import watch_stranded
 from payload_store.connection import connect
@@ -188,6 +190,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
             tools.list_tools,
             hosts.pick_tool_host,
             hosts.check_host,
+            JudgeActivities(projection, settings.load_prescreen).judge_call,
             # Conversations started before tools were pinned to a host still run them here.
             *runners,
             writes.project_conversation,
@@ -255,7 +258,9 @@ async def main() -> None:
     failures = FailureWatch(client, worker.projection, settings.failure_watch_interval).run()
     # And tools an earlier release left on the queue of a host that is gone (maintenance/stranded_tools.py).
     stranded = watch_stranded(client, settings.host_gone_seconds)
-    await worker.run(beside=_together(failures, stranded), stop=stop)
+    # And POLICY_FILE: a change of the rules reaches every open conversation (doors/policy_reload.py).
+    rules = watch_policy_file(client, settings, worker.projection)
+    await worker.run(beside=_together(failures, stranded, rules), stop=stop)
 
 
 async def _together(*jobs: Coroutine[Any, Any, None]) -> None:

@@ -67,6 +67,8 @@ def duration(value: str) -> float:
 
 
 def build_parser() -> OneLineParser:
+    from cli.grant_parser import add_grant_options, add_grants_verb
+
     parser = OneLineParser(prog="starter.py", description="Durable tool approvals for AI agents, on Temporal.")
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -102,6 +104,7 @@ def build_parser() -> OneLineParser:
         )
         if verb == "approve":
             decide.add_argument("--always", action="store_true", help="also allow this tool for the conversation")
+            add_grant_options(decide)
         decide.add_argument("--reason", help="why; a denial's reason reaches the model")
         decide.add_argument(
             "--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)"
@@ -140,13 +143,25 @@ def build_parser() -> OneLineParser:
     stats.add_argument("--since", type=text, help="only requests made or decided since: 30m, 12h, 7d or an ISO time")
     stats.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
-    rules = verbs.add_parser("rules", help="permission rules learnt from the audit (shown, never applied)")
+    rules = verbs.add_parser("rules", help="permission rules: suggested and tried on the audit, or reloaded")
     rule_actions = rules.add_subparsers(dest="action", metavar="ACTION", required=True)
     suggest = rule_actions.add_parser("suggest", help="allow rules for calls people approve every time, quickly")
     suggest.add_argument("--since", type=text, help="only the audit since: 30m, 12h, 7d or an ISO time")
     suggest.add_argument("--min-count", type=_positive, default=20, help="approvals a rule must cover (20)")
     suggest.add_argument("--max-median", type=seconds, default=5.0, help="median seconds to decide, at most (5)")
     suggest.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    replay = rule_actions.add_parser(
+        "replay", help="every recorded decision judged again under another policy file (nothing is applied)"
+    )
+    replay.add_argument("--policy", required=True, type=text, metavar="FILE", help="the policy file to try (TOML)")
+    replay.add_argument("--since", type=text, help="only the audit since: 30m, 12h, 7d or an ISO time")
+    replay.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    rule_actions.add_parser(
+        "reload", help="send POLICY_FILE's rules to every open conversation; waiting requests are judged again"
+    )
+    shadow = rule_actions.add_parser("shadow", help="calls the [shadow] rules judged otherwise than the live ones")
+    shadow.add_argument("--since", type=text, help="only since: 30m, 12h, 7d or an ISO time")
+    shadow.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     people = verbs.add_parser("users", help="the people who approve: personal tokens and groups")
     actions = people.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -157,6 +172,7 @@ def build_parser() -> OneLineParser:
     remove.add_argument("name", type=text)
     listing_users = actions.add_parser("list", help="every person and their groups")
     listing_users.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_grants_verb(verbs)
 
     close = verbs.add_parser("close", help="end a conversation; its waiting approvals are canceled")
     close.add_argument("conversation", type=text)

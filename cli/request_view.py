@@ -49,9 +49,19 @@ def request_lines(approval: dict[str, Any]) -> list[str]:
         lines.append(f"  outcome: {approval['outcome']}")
     if approval.get("reasked_as"):
         lines.append(f"  asked again as: {shown(approval['reasked_as'])}")
+    lines += prescreen_lines(approval.get("prescreen"))
     lines += why_lines(approval.get("why"))
     lines += preview_lines(approval.get("preview"))
     return lines
+
+
+def prescreen_lines(said: dict[str, Any] | None) -> list[str]:
+    """`pre-screen (MODEL, 812 ms): ask: REASON` (and why it failed, when it did)."""
+    if not said:
+        return []
+    asked = f"  pre-screen ({shown(said['model'])}, {said['latency_ms']:.0f} ms)"
+    line = f"{asked}: {said['verdict']}: {shown(said['reason'])}"
+    return [line] + ([f"    it failed: {shown(said['error'])}"] if said.get("error") else [])
 
 
 def why_lines(why: dict[str, Any] | None) -> list[str]:

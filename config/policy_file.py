@@ -11,6 +11,7 @@ bad channel.
 
 from __future__ import annotations
 
+import logging
 import tomllib
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from core.models import PolicyRules
 
 RULE_KEYS = ("mode", "allow", "ask", "deny", "network")
+log = logging.getLogger(__name__)
 
 
 def one_line(err: Exception) -> str:
@@ -69,9 +71,36 @@ class PolicyFile:
         if self._toml_error is not None:
             raise ConfigError(f"POLICY_FILE {self.name} is not a valid policy: {self._toml_error}")
         try:
-            return validate_rules(PolicyRules.model_validate(self.data))
+            rules = validate_rules(PolicyRules.model_validate(self.data))
         except (InvalidRule, ValueError) as err:
             raise ConfigError(f"POLICY_FILE {self.name} is not a valid policy: {one_line(err)}") from None
+        self._warn_shadowed(rules, "")
+        cedar = self._cedar_policies()
+        return rules if cedar is None else rules.model_copy(update={"cedar_policies": cedar})
+
+    def _cedar_policies(self) -> str | None:
+        """`[cedar] policies = "rules.cedar"` (beside this file, or absolute): the text, checked."""
+        from core.cedar_rules import InvalidCedar, checked_policies
+
+        name = self.table("cedar").get("policies")
+        if name is None:
+            return None
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"POLICY_FILE {self.name}: [cedar] policies must be a file name")
+        path = Path(name) if Path(name).is_absolute() or self.name is None else Path(self.name).parent / name
+        try:
+            return checked_policies(path.read_text())
+        except OSError as err:
+            raise ConfigError(f"POLICY_FILE {self.name}: [cedar] policies {path}: {err.strerror or err}") from None
+        except InvalidCedar as err:
+            raise ConfigError(f"POLICY_FILE {self.name}: [cedar] policies {path} do not parse: {err}") from None
+
+    def _warn_shadowed(self, rules: PolicyRules, section: str) -> None:
+        """One warning per allow rule an ask rule makes dead text (core/rule_shadows.py), once per content."""
+        from core.rule_shadows import shadowed_allows
+
+        for shadow in shadowed_allows(rules):
+            log.warning("policy file %s%s: %s", self.name, section, shadow.text())
 
     @cached_property
     def delegation_rules(self) -> PolicyRules | None:
@@ -82,9 +111,12 @@ class PolicyFile:
         table = self.table("delegation")
         own = {key: table[key] for key in RULE_KEYS if key in table}
         try:
-            return validate_rules(PolicyRules.model_validate(own)) if own else None
+            rules = validate_rules(PolicyRules.model_validate(own)) if own else None
         except (InvalidRule, ValueError) as err:
             raise ConfigError(f"POLICY_FILE {self.name}: invalid [delegation]: {one_line(err)}") from None
+        if rules is not None:
+            self._warn_shadowed(rules, " [delegation]")
+        return rules
 
     @cached_property
     def sandbox(self) -> SandboxSection:

@@ -14,6 +14,7 @@ from config.sandbox_section import SANDBOX_CHOICES, SandboxPolicy
 if TYPE_CHECKING:
     from config.notify_section import NotifyConfig
     from config.policy_file import PolicyFile
+    from config.prescreen_section import PrescreenConfig
     from config.proxy_section import ProxyIdentity
     from config.tools_section import ToolsConfig
     from core.models import DelegationLimits, PolicyRules
@@ -333,6 +334,33 @@ class Settings:
         """The notification channels and the Slack settings of the same file; none without one.
         Every channel an approver rule names must be defined."""
         return self.policy().notify
+
+    def load_shadow_policy(self) -> PolicyRules | None:
+        """The rules of `[shadow] policy = "NEW.toml"` (a path beside POLICY_FILE or absolute): judged
+        beside the live rules and recorded where they differ, never acted on. None: no shadow."""
+        from config.policy_file import read_policy_file
+
+        table = self.policy().table("shadow")
+        name = table.get("policy")
+        if name is None:
+            return None
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: [shadow] policy must be a file name")
+        path = Path(name)
+        if not path.is_absolute() and self.policy_file is not None:
+            path = Path(self.policy_file).parent / path
+        return read_policy_file(str(path)).rules
+
+    def load_prescreen(self) -> PrescreenConfig | None:
+        """The same file's [prescreen] model, its key resolved here in the worker; None when the
+        section is absent or says `enabled = false` (config/prescreen_section.py)."""
+        from config.prescreen_section import parse_prescreen
+
+        table = self.policy().table("prescreen")
+        try:
+            return parse_prescreen(table)
+        except ConfigError as err:
+            raise ConfigError(f"POLICY_FILE {self.policy_file}: {err}") from None
 
     @property
     def link_base(self) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core.approvers import may_decide
-from core.models import ERROR_INVALID_EDIT, ApprovalRecord, DecisionInput, Resolution
+from core.models import ERROR_INVALID_EDIT, ApprovalRecord, DecisionInput, Door, Resolution
 from core.refusals import Refusal, RequestFacts, approvals_missing, decision_refusal
 
 if TYPE_CHECKING:
@@ -130,6 +130,16 @@ class ApprovalBook:
                     self._resolve(sibling, "allow", reason, decision.decided_by, now)
                     sibling.decided_via = decision.door or "signal"
         return decision.decision
+
+    def resolve_by(
+        self, request_id: str, resolution: Resolution, reason: str, decided_by: str, door: Door, now: datetime
+    ) -> None:
+        """Something other than a person decided a request: a change of the rules (door `policy`,
+        workflows/policy_change.py) or the pre-screen (door `prescreen`, workflows/before_asking.py)."""
+        record = self._records[request_id]
+        if record.resolution is None:
+            self._resolve(record, resolution, reason, decided_by, now)
+            record.decided_via = door
 
     def expire(self, request_id: str, now: datetime, timeout_seconds: float) -> None:
         record = self._records[request_id]

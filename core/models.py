@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from core.hosts import WorkspaceRestored, WorkspaceSaved
+from core.prescreen_verdict import PrescreenVerdict
 from core.previews import EffectPreview
 from core.why import WhyContext
 from core.wire_model import WireModel
@@ -28,6 +29,7 @@ UPDATE_DECIDE = "decide"
 SIGNAL_EXTEND_APPROVAL = "extend_approval"
 UPDATE_EXTEND = "extend"
 UPDATE_MOVE = "move"
+SIGNAL_POLICY_CHANGED = "policy_changed"  # the new PolicyRules (`rules reload`, workflows/policy_change.py)
 QUERY_GET_STATE = "get_state"
 
 ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
@@ -49,9 +51,11 @@ PermissionType = Literal["read", "write", "execute", "network", "state"]
 ToolSource = Literal["builtin", "python", "mcp", "subagent", "external"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
-Door = Literal["ui", "cli", "signal", "slack"]
+# `grant`: a person's standing grant decided it (core/grants.py); `policy`: a change of the rules
+# re-judged it; `prescreen`: the pre-screen model did.
+Door = Literal["ui", "cli", "signal", "slack", "grant", "policy", "prescreen"]
 # How a conversation ended: a door names who closed it; "subagent" says a subagent finished its task.
-EndDoor = Literal["ui", "cli", "signal", "slack", "subagent"]
+EndDoor = Literal["ui", "cli", "signal", "slack", "grant", "policy", "prescreen", "subagent"]
 # Why a notification goes out; with the request id and the channel it names the notification once.
 NotificationKind = Literal["request", "reminder", "escalation", "expiry_warning"]
 ChannelKind = Literal["webhook", "slack"]
@@ -207,6 +211,9 @@ class PolicyRules(WireModel):
         default_factory=list, description="outer rule sets (a subagent's parents): a call gets the strictest verdict"
     )
     channels: dict[str, ChannelRoute] = Field(default_factory=dict, description="notification channels by name")
+    cedar_policies: str | None = Field(
+        default=None, description="[cedar] policies' text: forbid denies, permit allows (core/cedar_rules.py)"
+    )
 
 
 class DelegationLimits(WireModel):
@@ -263,6 +270,7 @@ class ApprovalRecord(WireModel):
     editable: bool = Field(default=True, description="false where the caller cannot run edited arguments")
     preview: EffectPreview | None = Field(default=None, description="what the call will change, as asked")
     why: WhyContext | None = Field(default=None, description="why the agent wants it: the turn's request, its reason")
+    prescreen: PrescreenVerdict | None = Field(default=None, description="what the pre-screen said, before a person")
     reasked_as: str | None = Field(default=None, description="stale: the request the same call was asked again as")
 
 
@@ -294,6 +302,10 @@ class ConversationInput(WireModel):
     )
     left_hosts: list[str] = Field(default_factory=list, description="host queues that said they left (host_left)")
     restore_from: str | None = Field(default=None, description="moved off this host: the next tool restores the files")
+    prescreen_denials: int = Field(default=0, description="calls the pre-screen denied (its breaker counts them)")
+    shadow_policy: PolicyRules | None = Field(
+        default=None, description="[shadow] rules: judged beside the live ones, differences recorded, never acted on"
+    )
     context_budget_tokens: int | None = Field(
         default=None, description="past this the transcript is compacted; None: the built-in default"
     )

@@ -105,6 +105,7 @@ def _start_input(
         delegation=settings.load_delegation(),
         approval_timeout_seconds=settings.approval_timeout,
         host_gone_seconds=settings.host_gone_seconds,
+        shadow_policy=settings.load_shadow_policy(),
         inbox=inbox,
         context_budget_tokens=settings.context_budget_tokens,
     )

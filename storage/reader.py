@@ -161,6 +161,7 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     item["outcome"] = outcome(item["decision"], item["execution_state"])
     item.update(_terms(details))
     item["extensions"] = details.get("extensions", [])  # deadline extensions: by, at, seconds, expires_at, reason
+    item["prescreen"] = details.get("prescreen")  # the pre-screen's verdict, model, reason, latency; None: not asked
     # Where the tool comes from (built-in, Python module, MCP server) and whether it changed.
     item["tool"] = details.get("tool") or {"source": "builtin", "origin": "builtin", "changed": False}
     item["kv_snapshot"] = json.loads(item.pop("kv_snapshot_json") or "{}")

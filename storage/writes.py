@@ -87,6 +87,8 @@ def _details(record: ApprovalRecord) -> str:
         details["editable"] = False
     if record.extensions:
         details["extensions"] = [extension.model_dump(mode="json") for extension in record.extensions]
+    if record.prescreen is not None:  # what the pre-screen said before a person was asked
+        details["prescreen"] = record.prescreen.model_dump(mode="json")
     return json.dumps(details, sort_keys=True)
 
 

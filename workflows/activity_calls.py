@@ -13,6 +13,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
+    from core.grants import JudgeInput, JudgeVerdict
     from core.hosts import HostCheck
     from core.models import (
         ApprovalRecord,
@@ -39,6 +40,7 @@ LIST_TOOLS = "list_tools"
 RUN_PYTHON_TOOL = "run_python_tool"
 PICK_TOOL_HOST = "pick_tool_host"
 CHECK_HOST = "check_host"
+JUDGE_CALL = "judge_call"
 CALL_MCP_TOOL = "call_mcp_tool"
 PREVIEW_EFFECT = "preview_effect"
 PREVIEW_HOST_WAIT = timedelta(seconds=10)
@@ -161,6 +163,21 @@ async def pick_tool_host() -> str:
         start_to_close_timeout=PROJECTION_TIMEOUT,
         retry_policy=PROJECTION_RETRY,
         summary="pin this conversation's tools to a worker host",
+    )
+
+
+async def judge_call(request: JudgeInput) -> JudgeVerdict:
+    """Whether a person's grant or the pre-screen decides a call the rules would bring to a person
+    (activities/judge.py)."""
+    return await workflow.execute_activity(
+        JUDGE_CALL,
+        request,
+        result_type=JudgeVerdict,
+        # The pre-screen's model call is bounded by its own timeout_seconds; a failed one is an `ask`.
+        start_to_close_timeout=timedelta(minutes=2),
+        heartbeat_timeout=timedelta(seconds=90),
+        retry_policy=PROJECTION_RETRY,
+        summary=f"does a grant cover {request.request_id}?",
     )
 
 

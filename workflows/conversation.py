@@ -20,12 +20,14 @@ with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
 
     from core.approvals import ApprovalBook
+    from core.grants import SIGNAL_FORGET_ALWAYS_ALLOW, ForgetAlwaysAllow
     from core.hosts import SIGNAL_HOST_LEFT, HostLeft
     from core.models import (
         ERROR_INVALID_DECISION,
         ERROR_TOOL_RUNNING,
         QUERY_GET_STATE,
         SIGNAL_CLOSE,
+        SIGNAL_POLICY_CHANGED,
         SIGNAL_SET_AUTO_APPROVE,
         SIGNAL_SUBMIT_MESSAGE,
         SIGNAL_TOOL_STILL_RUNNING,
@@ -40,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         MessageInput,
         MoveInput,
         MoveResult,
+        PolicyRules,
         ToolStillRunning,
         TurnStatus,
     )
@@ -50,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.handler_payloads import one_payload
     from workflows.host_moves import HostKeeper
     from workflows.notify_outbox import NotificationOutbox
+    from workflows.policy_change import adopt, rejudge
     from workflows.status import StatusKeeper
     from workflows.stoppable import unless_closed
     from workflows.switches import Switches
@@ -107,6 +111,8 @@ class ConversationWorkflow(DecisionHandlers):
                 get_kv=lambda: self._kv,
                 set_kv=self.replace_kv,
                 hosts=self._hosts,
+                prescreen_denials=start.prescreen_denials,
+                shadow_policy=start.shadow_policy,
                 started_by=start.started_by,
                 narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
                 delegate=lambda call, arguments: self._delegator.run(call, arguments),
@@ -178,6 +184,7 @@ class ConversationWorkflow(DecisionHandlers):
                 "tool_queue": self._hosts.queue,
                 "left_hosts": sorted(self._hosts.left),
                 "restore_from": self._hosts.restore_from,
+                "prescreen_denials": self._tools.before_asking.prescreen_denials,
                 "context_budget_tokens": self._context.budget,
                 "context_anchor": self._context.anchor,
                 "archived_messages": self._context.archived,
@@ -311,6 +318,25 @@ class ConversationWorkflow(DecisionHandlers):
         from now, not only from the tool's result (see StatusKeeper.tool_tells_after)."""
         if one_payload(SIGNAL_TOOL_STILL_RUNNING, args, ToolStillRunning) is not None:
             self._status.catch_up()
+
+    @workflow.signal(name=SIGNAL_POLICY_CHANGED)
+    def policy_changed(self, *args: Any) -> None:
+        """New rules (`rules reload`): every later call is judged under them, and waiting requests again."""
+        new = one_payload(SIGNAL_POLICY_CHANGED, args, PolicyRules)
+        if new is None or self._closed:
+            return
+        adopt(self._start.policy, new, self._start)
+        changed = rejudge(self._book, self._start.policy, self._tools.catalog, workflow.now())
+        if changed:
+            workflow.logger.info("new rules decided %s in %s", ", ".join(changed), self._id)
+
+    @workflow.signal(name=SIGNAL_FORGET_ALWAYS_ALLOW)
+    def forget_always_allow(self, *args: Any) -> None:
+        """An `approve --always` grant was revoked: that tool is asked again from now on."""
+        forget = one_payload(SIGNAL_FORGET_ALWAYS_ALLOW, args, ForgetAlwaysAllow)
+        if forget is not None:
+            self._book.always_allow.discard(forget.tool_name)
+            self._book.always_allow_hashes.pop(forget.tool_name, None)
 
     @workflow.signal(name=SIGNAL_HOST_LEFT)
     async def host_left(self, *args: Any) -> None:

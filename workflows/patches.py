@@ -35,6 +35,10 @@ TIMERS_AFTER_THE_TOOL = "timers-after-the-tool"  # a decision's task starts and 
 # to a live host. Checked only when one of those happens, never on the way from a decision to its
 # tool, so a conversation pinned by an earlier release moves too.
 HOST_GONE_MOVES = "host-gone-moves"
+GRANTS_DECIDE_ASKED_CALLS = "grants-decide-asked-calls"  # a person's grant may decide an asked call
+POLICY_CHANGE_REJUDGES = "policy-change-rejudges"  # new rules by signal re-judge waiting requests
+SHADOW_RULES = "shadow-rules"  # [shadow] rules judged beside the live ones, differences recorded
+CEDAR_RULES = "cedar-rules"  # [cedar] policies beside the TOML rules: forbid denies, permit allows
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those
@@ -72,4 +76,8 @@ ALL = (
     STATUS_WITH_THE_TOOL_RESULT,
     TIMERS_AFTER_THE_TOOL,
     HOST_GONE_MOVES,
+    GRANTS_DECIDE_ASKED_CALLS,
+    POLICY_CHANGE_REJUDGES,
+    SHADOW_RULES,
+    CEDAR_RULES,
 )

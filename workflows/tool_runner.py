@@ -21,7 +21,7 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook, outcome_message
-    from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from core.approvers import approvers_for, not_by_for, required_for
     from core.edits import EditDesk, ran_with
     from core.models import (
         APPROVED_RESOLUTIONS,
@@ -38,16 +38,18 @@ with workflow.unsafe.imports_passed_through():
         request_id_for,
     )
     from core.notify_plan import plan_for
-    from core.policy import evaluate, network_allowed
-    from core.tool_arguments import validate_call
-    from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, InvalidToolCall, main_argument_text
+    from core.policy import network_allowed
+    from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, main_argument_text
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
+    from workflows.before_asking import AskedCall, BeforeAsking
+    from workflows.call_judgement import CallJudge, CallPlan, shadow_differences
     from workflows.host_moves import HostKeeper
     from workflows.notify_outbox import NotificationOutbox
     from workflows.previewing import MAX_REASKS, Previewer
     from workflows.reminders import RequestTimers
     from workflows.resolutions import ResolutionMirror
+    from workflows.shadow_rules import ShadowRules
     from workflows.status import StatusKeeper
     from workflows.tool_dispatch import run_pinned
 
@@ -79,22 +81,13 @@ class ToolContext:
     outbox: NotificationOutbox = field(default_factory=NotificationOutbox)
     # Whose workspace the tools use (workflows/workspace_choice.py); None: the shared directory.
     workspace: Callable[[], str | None] = lambda: None
+    # Calls the pre-screen denied so far in this conversation (its breaker), carried across runs.
+    prescreen_denials: int = 0
+    # [shadow] rules, judged beside the live ones (workflows/shadow_rules.py); None: none.
+    shadow_policy: PolicyRules | None = None
     # The transcript so far and a subagent's task: why the agent wants a call (core/why.py).
     transcript: Callable[[], list[ChatMessage]] = lambda: []
     parent_task: str | None = None
-
-
-@dataclass
-class _Plan:
-    """One call of the message: what the checks and the policy made of it."""
-
-    call: ToolCall
-    spec: ToolDef | None
-    arguments: dict[str, Any]
-    verdict: str
-    error: str | None = None
-    record: ApprovalRecord | None = None
-    changed: bool = False
 
 
 class ToolRunner:
@@ -105,6 +98,23 @@ class ToolRunner:
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
         self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
+        self._shadow = ShadowRules(context.shadow_policy, context.status, context.book.pending)
+        self._judge = CallJudge(
+            context.policy,
+            context.book,
+            context.auto_approve,
+            context.started_by,
+            context.conversation_id,
+            self._shadow.rules,
+        )
+        self.before_asking = BeforeAsking(
+            context.conversation_id,
+            lambda: context.policy,
+            context.book,
+            self._resolutions,
+            context.started_by,
+            context.prescreen_denials,
+        )
         self._previews = Previewer(
             context.conversation_id,
             context.policy,
@@ -155,6 +165,11 @@ class ToolRunner:
             )
         return self._catalog
 
+    @property
+    def catalog(self) -> Catalog:
+        """The tools of the current turn (the built-ins before the first)."""
+        return self._catalog
+
     def tool_names(self) -> list[str]:
         return list(self._catalog.tools)
 
@@ -178,9 +193,11 @@ class ToolRunner:
         """Calls run in the model's order. Those before the first asked call run at once; then every
         asked call of the message goes to a person together, and the rest follow as decisions land."""
         plans = [self._plan(call) for call in tool_calls]
+        await self._shadow.record(turn_id, shadow_differences(plans))
         if any(plan.verdict in ("allow", "ask") for plan in plans):
             # Choose the host before anyone is asked, so a decision is never kept waiting for it.
             await self._ctx.hosts.queue_now()
+        await self._judge_before_asking(turn_id, plans)
         first_ask = next((i for i, plan in enumerate(plans) if plan.verdict == "ask"), len(plans))
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
@@ -190,7 +207,7 @@ class ToolRunner:
                 workflow.patched(patch_id)
         previewed = bool(asked) and self._previews.enabled()
         for plan in asked:
-            plan.record = self._open_request(turn_id, plan)
+            plan.record = plan.record or self._open_request(turn_id, plan)
         if previewed:  # every asked call's preview, read together, before any door shows the request
             await asyncio.gather(*(self._add_preview(plan.record) for plan in asked if plan.record))
         watchers = [asyncio.ensure_future(self._watch(plan.record)) for plan in asked if plan.record]
@@ -200,34 +217,37 @@ class ToolRunner:
         self._reask_watchers = []
         self._cancel_decided_timers()  # a call decided but not run (the conversation closed first)
 
+    async def _judge_before_asking(self, turn_id: str, plans: list[CallPlan]) -> None:
+        """Asked calls a grant or the pre-screen decides are settled in their turn (before_asking.py)."""
+        asked = [plan for plan in plans if plan.verdict == "ask" and plan.spec is not None]
+
+        def opener(plan: CallPlan) -> Callable[[], ApprovalRecord]:
+            def open_request() -> ApprovalRecord:
+                plan.record = self._open_request(turn_id, plan)
+                return plan.record
+
+            return open_request
+
+        calls_asked = [
+            AskedCall(request_id_for(self._ctx.conversation_id, plan.call.id), plan.spec, plan.arguments, opener(plan))
+            for plan in asked
+            if plan.spec is not None
+        ]
+        last_user = next((m.content for m in reversed(self._ctx.transcript()) if m.role == "user"), None)
+        for plan, record in zip(asked, await self.before_asking.decide(calls_asked, last_user), strict=True):
+            if record is not None and record.resolution is not None:
+                plan.verdict = "decided"
+
     async def _add_preview(self, record: ApprovalRecord) -> None:
         spec = self._catalog.get(record.tool_name)
         if spec is not None:
             record.preview = await self._previews.preview(spec, record.arguments, record.request_id)
         record.why = self._previews.why(record.request_id)
 
-    def _plan(self, call: ToolCall) -> _Plan:
-        try:
-            spec, arguments = validate_call(self._catalog, call.name, call.arguments)
-        except InvalidToolCall as err:
-            return _Plan(call, None, {}, "invalid", error=f"Error: {err}")
-        book = self._ctx.book
-        remembered = book.always_allows(spec.name, spec.definition_hash())
-        verdict = evaluate(
-            self._ctx.policy,
-            spec,
-            main_argument_text(spec, arguments),
-            always_allow=frozenset({spec.name}) if remembered else frozenset(),
-            auto_approve=self._ctx.auto_approve(),
-            normalise_shell=workflow.patched(patches.SHELL_RULE_NORMALISATION),
-        )
-        text = main_argument_text(spec, arguments)
-        if verdict == "allow" and keeps_asking(self._ctx.policy, spec, arguments, text):
-            verdict = "ask" if workflow.patched(patches.APPROVERS_OUTRANK_AUTO_APPROVE) else verdict
-        changed = spec.name in book.always_allow and not remembered
-        return _Plan(call, spec, arguments, verdict, changed=changed)
+    def _plan(self, call: ToolCall) -> CallPlan:
+        return self._judge.plan(call, self._catalog)
 
-    async def _settle(self, turn_id: str, plan: _Plan) -> None:
+    async def _settle(self, turn_id: str, plan: CallPlan) -> None:
         """Give one call its one result: run it, or tell the model why it did not run."""
         if plan.spec is None:
             self._record(plan.call, plan.error or "Error: invalid call")
@@ -270,7 +290,7 @@ class ToolRunner:
             fresh = fresh.model_copy(update={"target_hash": seen.target_hash})
         record.preview = fresh
 
-    async def _ask_again(self, stale: ApprovalRecord, plan: _Plan, attempt: int) -> ApprovalRecord:
+    async def _ask_again(self, stale: ApprovalRecord, plan: CallPlan, attempt: int) -> ApprovalRecord:
         """The target changed under an approved call: record it stale, ask the same call anew."""
         assert plan.spec is not None
         again = await self._previews.reask(stale, plan.call.id, attempt, plan.spec)
@@ -280,7 +300,7 @@ class ToolRunner:
         self._reask_watchers.append(asyncio.ensure_future(self._watch(again)))
         return again
 
-    def _open_request(self, turn_id: str, plan: _Plan) -> ApprovalRecord:
+    def _open_request(self, turn_id: str, plan: CallPlan) -> ApprovalRecord:
         assert plan.spec is not None
         ctx, tool = self._ctx, plan.spec
         now = workflow.now()

@@ -109,6 +109,14 @@ function timeNode(iso) {
   return node;
 }
 
+// What the pre-screen said before a person was asked (its model and reason are shown as text).
+export function prescreenLine(said) {
+  const line = el("p", "card-prescreen", "Pre-screen ");
+  line.append(shownEl("span", "prescreen-model", said.model), el("span", "", ` said ${said.verdict}: `));
+  line.append(shownEl("span", "prescreen-reason", said.error ? `${said.reason} (${said.error})` : said.reason));
+  return line;
+}
+
 export function conversationItem(conv, selectedId, depth = 0) {
   const item = el("li", "conversation");
   item.dataset.conversationId = conv.conversation_id;
@@ -214,7 +222,7 @@ function mayDecide(approvers, principal, notBy) {
   return approvers.includes(principal.name) || principal.groups.some((g) => approvers.includes("group:" + g));
 }
 
-export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender, undoer }) {
+export function approvalCard(approval, { showConversation, onDecide, selection, principal, editor, extender, undoer, granter }) {
   const card = el("article", "card approval approval-" + approval.status);
   card.dataset.requestId = approval.request_id;
   card.dataset.status = approval.status;
@@ -246,6 +254,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     card.append(editedLabel, argumentsBlock(edited));
     flagIfHidden(card, editedLabel);
   }
+  if (approval.prescreen) card.append(prescreenLine(approval.prescreen));
   const why = approval.why && whyBlock(approval.why);
   if (why) card.append(why);
   if (approval.preview) card.append(previewBlock(approval.preview));
@@ -301,11 +310,16 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     button.disabled = !allowed;
     return button;
   });
+  // "And allow calls like this" (grant.js): a grant sent with Allow; never for M-of-N calls.
+  const offer = granter && allowed && approval.grant_offer && approval.required <= 1 ? granter(approval) : null;
   for (const button of buttons) {
-    button.addEventListener("click", () => onDecide(approval, button.dataset.decision, reason.value, buttons));
+    const extra = () => (offer && button.dataset.decision === "allow" ? offer.extra() : {});
+    button.addEventListener("click", () => onDecide(approval, button.dataset.decision, reason.value, buttons, extra()));
     actions.append(button);
   }
-  card.append(reasonLabel, reason, actions);
+  card.append(reasonLabel, reason);
+  if (offer) card.append(offer.node);
+  card.append(actions);
   if (editor && approval.required <= 1 && approval.editable !== false) {
     card.append(editor(approval, allowed, (args, sent) => onDecide(approval, "edit", reason.value, sent, { arguments: args })));
   }
