@@ -32,7 +32,7 @@ class BlobFiles(Protocol):
     async def get(self, kind: str, digests: Iterable[str]) -> dict[str, bytes]: ...
 
 
-class _Known:
+class KnownDigests:
     """Digests this process wrote or found lately: no second look at the store for them."""
 
     def __init__(self) -> None:
@@ -66,7 +66,7 @@ class LocalBlobFiles:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._known = _Known()
+        self._known = KnownDigests()
 
     def where(self) -> str:
         return str(self.root)
@@ -117,7 +117,7 @@ class S3BlobFiles:
 
     def __init__(self, client: ObjectClient, bucket: str, parallel: int = 16) -> None:
         self._client, self._bucket = client, bucket
-        self._known = _Known()
+        self._known = KnownDigests()
         self._parallel = parallel
 
     def where(self) -> str:

@@ -15,14 +15,13 @@ import asyncio
 import json
 import os
 import re
-import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 from payload_store import blob_tree
-from payload_store.blob_files import LocalBlobFiles, ObjectClient, S3BlobFiles, checked, missing
+from payload_store.blob_files import KnownDigests, LocalBlobFiles, ObjectClient, S3BlobFiles, checked, missing
 from payload_store.local import write_atomically
 from payload_store.workspace_chunks import Manifest, ManifestError, parse_manifest
 from payload_store.workspace_manifest import EncodedPages, encode_manifest
@@ -33,7 +32,6 @@ POINTERS = "workspaces"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
 _PARALLEL_WRITES = 8
-_TOUCH_EVERY = 600.0  # a blob found again is touched at most this often (the collector spares young files)
 
 
 def pointer_name(name: str) -> str:
@@ -43,27 +41,11 @@ def pointer_name(name: str) -> str:
     return f"{name}.json"
 
 
-class _Found:
-    """Digests this process stored or found lately: no second look at the store for them."""
-
-    def __init__(self) -> None:
-        self._at: dict[str, float] = {}
-
-    def fresh(self, key: str) -> bool:
-        at = self._at.get(key)
-        return at is not None and time.monotonic() - at < _TOUCH_EVERY
-
-    def add(self, key: str) -> None:
-        if len(self._at) > 500_000:
-            self._at.clear()
-        self._at[key] = time.monotonic()
+_FOUND: dict[str, KnownDigests] = {}  # by store location: what one WorkspaceSaves found, the next need not look for
 
 
-_FOUND: dict[str, _Found] = {}  # by store location: what one WorkspaceSaves found, the next need not look for
-
-
-def _found_in(where: str) -> _Found:
-    return _FOUND.setdefault(where, _Found())
+def _found_in(where: str) -> KnownDigests:
+    return _FOUND.setdefault(where, KnownDigests())
 
 
 class WorkspaceStore(Protocol):

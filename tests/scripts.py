@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -83,3 +84,11 @@ def delegation(task: str, *child_calls: tuple[str, str, dict[str, Any] | str], *
         return (child if first_user_text(messages) == task else parent)(messages)
 
     return behave
+
+
+def run_each_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """`run CMD` runs CMD in the shell, one call per user message; then the model says it is done."""
+    if last_role(messages) == "tool":
+        return text_reply("done")
+    command = str(messages[-1]["content"]).removeprefix("run ")
+    return tool_reply((f"c-{uuid.uuid4().hex[:6]}", "run_shell", {"command": command}))

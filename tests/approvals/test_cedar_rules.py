@@ -4,10 +4,8 @@ outranks a permit."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -15,11 +13,10 @@ from temporalio.client import Client
 from config.errors import ConfigError
 from config.policy_file import read_policy_file
 from config.settings import Settings
-from demo_model.server import text_reply, tool_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import pending_rows, tool_messages, wait_pending, wait_status
-from tests.scripts import ScriptedModel, last_role
+from tests.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 CEDAR = """
@@ -36,13 +33,6 @@ policies = "rules.cedar"
 """
 
 
-def run_what_is_said(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    if last_role(messages) == "tool":
-        return text_reply("done")
-    command = str(messages[-1]["content"]).removeprefix("run ")
-    return tool_reply((f"c-{uuid.uuid4().hex[:6]}", "run_shell", {"command": command}))
-
-
 def test_a_cedar_file_that_does_not_parse_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "rules.cedar").write_text("permit(principal, action, resource")
     (tmp_path / "policy.toml").write_text(POLICY)
@@ -54,7 +44,7 @@ def test_a_cedar_file_that_does_not_parse_is_a_one_line_error(tmp_path: Path) ->
 async def test_forbid_denies_permit_allows_and_an_ask_rule_still_asks(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
-    model.behaviour = run_what_is_said
+    model.behaviour = run_each_message
     (tmp_path / "rules.cedar").write_text(CEDAR)
     (tmp_path / "policy.toml").write_text(POLICY)
     settings = replace(settings, policy_file=str(tmp_path / "policy.toml"))

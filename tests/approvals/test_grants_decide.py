@@ -18,24 +18,15 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.grants import Grant
-from demo_model.server import text_reply, tool_reply
 from doors.control import send_message, start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
 from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
 from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role
+from tests.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 POLICY = 'allow = ["read_file", "list_dir"]\ndeny = ["run_shell(echo secret*)"]\n'
-
-
-def run_what_is_said(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """`run CMD` runs CMD in the shell, once per message."""
-    if last_role(messages) == "tool":
-        return text_reply("done")
-    command = str(messages[-1]["content"]).removeprefix("run ")
-    return tool_reply((f"c-{uuid.uuid4().hex[:6]}", "run_shell", {"command": command}))
 
 
 def grant(pattern: str, *, minutes: float | None = None, conversation: str | None = None) -> Grant:
@@ -69,7 +60,7 @@ async def ran_without_asking(client: Client, settings: Settings, conversation_id
 async def test_a_grant_decides_what_it_covers_until_revoked_or_expired_and_never_beats_a_deny_rule(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
-    model.behaviour = run_what_is_said
+    model.behaviour = run_each_message
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
     settings = replace(settings, policy_file=str(policy))

@@ -4,37 +4,27 @@ the next call is judged under the new rules."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 
 from config.settings import Settings
-from demo_model.server import text_reply, tool_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status, workspace_of
 from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role
+from tests.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 BEFORE = 'allow = ["read_file", "list_dir"]\n'
 AFTER = 'allow = ["read_file", "list_dir", "run_shell(touch allowed*)"]\ndeny = ["run_shell(touch denied*)"]\n'
 
 
-def run_what_is_said(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    if last_role(messages) == "tool":
-        return text_reply("done")
-    command = str(messages[-1]["content"]).removeprefix("run ")
-    return tool_reply((f"c-{uuid.uuid4().hex[:6]}", "run_shell", {"command": command}))
-
-
 async def test_a_reload_rejudges_waiting_requests_and_the_next_calls(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
-    model.behaviour = run_what_is_said
+    model.behaviour = run_each_message
     policy = tmp_path / "policy.toml"
     policy.write_text(BEFORE)
     settings = replace(settings, policy_file=str(policy))

@@ -6,7 +6,6 @@ denials the breaker sends the conversation's next call to a person."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,12 +16,12 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from demo_model.script import respond
-from demo_model.server import ScriptedModelServer, text_reply, tool_reply
+from demo_model.server import ScriptedModelServer, tool_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
 from tests.processes import free_port, run_cli
-from tests.scripts import ScriptedModel, last_role
+from tests.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 
@@ -39,13 +38,6 @@ tools = ["run_shell"]
 criteria = "Allow commands that only read; deny anything that pipes a download into a shell."
 deny_limit = 3
 """
-
-
-def run_what_is_said(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    if last_role(messages) == "tool":
-        return text_reply("done")
-    command = str(messages[-1]["content"]).removeprefix("run ")
-    return tool_reply((f"c-{uuid.uuid4().hex[:6]}", "run_shell", {"command": command}))
 
 
 def malformed(_: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +68,7 @@ async def test_the_prescreen_decides_under_the_rules_and_a_person_decides_what_i
     histories: HistoryRecorder,
     tmp_path: Path,
 ) -> None:
-    model.behaviour = run_what_is_said
+    model.behaviour = run_each_message
     file = tmp_path / "policy.toml"
     file.write_text(policy(prescreen_model.base_url))
     settings = replace(settings, policy_file=str(file))

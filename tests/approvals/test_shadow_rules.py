@@ -4,37 +4,27 @@ the two differ it is recorded (`rules shadow`), and only the live rules decide."
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 
 from config.settings import Settings
-from demo_model.server import text_reply, tool_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import tool_messages, wait_pending, wait_status
 from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role
+from tests.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 LIVE = 'allow = ["read_file", "list_dir", "run_shell(echo *)"]\n\n[shadow]\npolicy = "new.toml"\n'
 NEW = 'allow = ["read_file", "list_dir", "run_shell(ls*)"]\ndeny = ["run_shell(echo secret*)"]\n'
 
 
-def run_what_is_said(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    if last_role(messages) == "tool":
-        return text_reply("done")
-    command = str(messages[-1]["content"]).removeprefix("run ")
-    return tool_reply((f"c-{uuid.uuid4().hex[:6]}", "run_shell", {"command": command}))
-
-
 async def test_shadow_rules_record_where_they_differ_and_decide_nothing(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, tmp_path: Path
 ) -> None:
-    model.behaviour = run_what_is_said
+    model.behaviour = run_each_message
     (tmp_path / "new.toml").write_text(NEW)
     live = tmp_path / "policy.toml"
     live.write_text(LIVE)
