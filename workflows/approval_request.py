@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_specs import TOOL_SPECS
     from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult
     from workflows import activity_calls as calls
+    from workflows.before_asking import AskedCall, BeforeAsking
     from workflows.decision_handlers import DecisionHandlers
     from workflows.notify_outbox import NotificationOutbox
     from workflows.reminders import RequestTimers
@@ -83,6 +84,12 @@ class ApprovalRequestWorkflow(DecisionHandlers):
             reason = "a deny rule of the policy forbids it" if verdict == "deny" else "the policy allows it"
             return self._result("allow" if verdict == "allow" else "deny", request.arguments, "policy", reason)
         record = self._open(rules, tool, service.approval_timeout_seconds)
+        judged = BeforeAsking(
+            self._id, lambda: rules, self._book, ResolutionMirror(self._book, self._status, lambda: True), None
+        )
+        await judged.decide([AskedCall(self._id, tool, request.arguments, lambda: record)], request.context)
+        if record.resolution is not None:  # a person's grant or the pre-screen decided it
+            return self._from_record(record)
         try:
             await self._wait(record, service.approval_timeout_seconds)
         except asyncio.CancelledError:

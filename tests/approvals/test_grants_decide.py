@@ -19,6 +19,7 @@ from temporalio.client import Client
 from config.settings import Settings
 from core.grants import Grant
 from doors.control import send_message, start_conversation
+from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
 from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
@@ -126,3 +127,36 @@ async def test_a_grant_decides_what_it_covers_until_revoked_or_expired_and_never
         await wait_pending(db, outside, 1)  # another conversation: out of the grant's scope
     vias = rows(db, "SELECT f.decided_via FROM ui_decision_facts f WHERE f.request_id LIKE ?", f"perm_{other}_%")
     assert {"decided_via": "grant"} in vias
+
+
+async def test_a_grant_decides_an_approval_request_of_any_workflow(
+    client: Client, settings: Settings, histories: HistoryRecorder, tmp_path: Path
+) -> None:
+    """`ApprovalRequest` (a request from any workflow, or from outside Temporal) is judged the same way."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    settings = replace(settings, policy_file=str(policy))
+    store = ProjectionStore(settings.approvals_db)
+    everywhere = grant("run_shell(echo *)")
+    try:
+        await store.add_grant(everywhere)
+    finally:
+        await store.close()
+    async with build_worker(client, settings):
+        covered = await client.execute_workflow(
+            APPROVAL_REQUEST_WORKFLOW,
+            ApprovalRequestInput(tool="run_shell", arguments={"command": "echo from a pipeline"}, key="k1"),
+            id=histories.track(f"approval-{uuid.uuid4().hex[:12]}"),
+            task_queue=settings.task_queue,
+            result_type=ApprovalResult,
+        )
+        asked_id = f"approval-{uuid.uuid4().hex[:12]}"
+        await client.start_workflow(
+            APPROVAL_REQUEST_WORKFLOW,
+            ApprovalRequestInput(tool="run_shell", arguments={"command": "make deploy"}, key="k2"),
+            id=asked_id,
+            task_queue=settings.task_queue,
+        )
+        await wait_pending(settings.approvals_db, asked_id, 1)  # not covered: a person is asked
+    assert (covered.decision, covered.door, covered.decided_by) == ("allow", "grant", "alice")
+    assert everywhere.grant_id in (covered.reason or "")
