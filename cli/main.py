@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("cli.doctor", "doctor"),
     "rebuild-projection": ("cli.admin", "rebuild_projection"),
     "collect-payloads": ("cli.admin", "collect_payloads"),
+    "mcp-permissions": ("cli.mcp_permissions", "mcp_permissions"),
 }
 
 

@@ -168,6 +168,9 @@ def build_parser() -> OneLineParser:
     add = actions.add_parser("add", help="add a person; prints their token once")
     add.add_argument("name", type=text)
     add.add_argument("--group", dest="groups", action="append", type=text, help="a group (repeat for several)")
+    add.add_argument(
+        "--asker", action="store_true", help="a token that may only ask (POST /api/requests), never decide"
+    )
     remove = actions.add_parser("remove", help="remove a person; their token stops working")
     remove.add_argument("name", type=text)
     listing_users = actions.add_parser("list", help="every person and their groups")
@@ -205,6 +208,9 @@ def build_parser() -> OneLineParser:
         help="delete payload-store files no live workflow refers to (PAYLOAD_STORE_RETENTION_SECONDS)",
     )
     collect.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    verbs.add_parser(
+        "mcp-permissions", help="serve Claude Code's permission prompts as approval requests (MCP over stdio)"
+    )
     return parser
 
 

@@ -1,6 +1,7 @@
 """`users add|list|remove`: the people who approve, each with a personal token and groups.
 
-The token is printed once, at `add`; the projection file keeps only a salted hash of it.
+The token is printed once, at `add`; the projection file keeps only a salted hash of it. With
+`--asker` the token may only ask (the HTTP requests API, docs/requests.md): it decides nothing.
 """
 
 from __future__ import annotations
@@ -21,12 +22,18 @@ async def users(args: argparse.Namespace, session: Session) -> int:
 
     store = session.store()
     if args.action == "add":
+        asker = bool(getattr(args, "asker", False))
+        if asker and args.groups:
+            raise CliError("an asking token decides nothing: it takes no --group", EXIT_USAGE)
         try:
-            token = await store.add_user(args.name, args.groups or [])
+            token = await store.add_user(args.name, args.groups or [], asker=asker)
         except UserExists as err:
             raise refused(str(err)) from None
         print(token)
-        note(f"The token of {args.name} is shown once: send it as Authorization: Bearer, or set {TOKEN_ENV}.")
+        if asker:
+            note(f"The asking token of {args.name} is shown once: it may POST/GET/DELETE /api/requests, nothing else.")
+        else:
+            note(f"The token of {args.name} is shown once: send it as Authorization: Bearer, or set {TOKEN_ENV}.")
         return EXIT_OK
     if args.action == "remove":
         if not await store.remove_user(args.name):
@@ -37,7 +44,8 @@ async def users(args: argparse.Namespace, session: Session) -> int:
     if args.json:
         print_json(rows)
         return EXIT_OK
-    print(table(["NAME", "GROUPS", "ADDED"], [[r["name"], ", ".join(r["groups"]), r["created_at"]] for r in rows]))  # type: ignore[arg-type]
+    listed = [[r["name"], ", ".join(r["groups"]), "asker" if r["asker"] else "person", r["created_at"]] for r in rows]
+    print(table(["NAME", "GROUPS", "ROLE", "ADDED"], listed))  # type: ignore[arg-type]
     return EXIT_OK
 
 
@@ -48,6 +56,8 @@ async def who_decides(args: argparse.Namespace, session: Session) -> tuple[str, 
     token = os.environ.get(TOKEN_ENV)
     if token:
         principal = await store.verify_token(token)
+        if principal is None and await store.verify_asker(token) is not None:
+            raise CliError(f"{TOKEN_ENV} is an asking token: it may ask, never decide", EXIT_USAGE)
         if principal is None:
             raise CliError(f"{TOKEN_ENV} is not the token of any user (see: starter.py users list)", EXIT_USAGE)
         return principal.name, principal.groups, TOKEN_ENV

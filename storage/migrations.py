@@ -196,6 +196,11 @@ def _projection_v12(dialect: Dialect) -> list[str]:
     ]
 
 
+def _projection_v13(dialect: Dialect) -> list[str]:
+    """Asking tokens: a user whose role is `asker` may put requests in the inbox, never decide."""
+    return [_add_column("ui_users", "role", "TEXT")]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -218,6 +223,7 @@ MIGRATIONS = {
         _projection_v10,
         _projection_v11,
         _projection_v12,
+        _projection_v13,
     ],
     "ledger": [_ledger_v1],
 }

@@ -200,8 +200,8 @@ class ProjectionStore:
         await self.backend.run(lambda tx: sessions.close_session(tx, session_hash))
 
     # People who approve, and whom a login session belongs to.
-    async def add_user(self, name: str, groups: list[str]) -> str:
-        return await self.backend.run(lambda tx: users.add_user(tx, name, groups))
+    async def add_user(self, name: str, groups: list[str], asker: bool = False) -> str:
+        return await self.backend.run(lambda tx: users.add_user(tx, name, groups, asker))
 
     async def remove_user(self, name: str) -> bool:
         return await self.backend.run(lambda tx: users.remove_user(tx, name))
@@ -214,6 +214,9 @@ class ProjectionStore:
 
     async def verify_token(self, token: str) -> Principal | None:
         return await self.backend.run(lambda tx: users.verify_token(tx, token), write=False)
+
+    async def verify_asker(self, token: str) -> str | None:
+        return await self.backend.run(lambda tx: users.verify_asker(tx, token), write=False)
 
     async def bind_session(self, session_hash: str, name: str) -> None:
         await self.backend.run(lambda tx: users.bind_session(tx, session_hash, name))

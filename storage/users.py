@@ -19,6 +19,7 @@ from storage.backend import Tx
 from storage.writes import now_iso
 
 TOKEN_PREFIX = "apr"
+ASKER_ROLE = "asker"
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,22 @@ def _hash(salt: str, secret: str) -> str:
     return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
 
 
-async def add_user(tx: Tx, name: str, groups: list[str]) -> str:
-    """Record a person and return their token: the only time it exists outside their hands."""
+async def add_user(tx: Tx, name: str, groups: list[str], asker: bool = False) -> str:
+    """Record a person (or, with asker, a caller that may only ask) and return their token: the
+    only time it exists outside their hands."""
     token_id, secret, salt = secrets.token_hex(6), secrets.token_hex(24), secrets.token_hex(16)
     added = await tx.execute(
-        "INSERT INTO ui_users (name, token_id, groups_json, salt, token_hash, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (name, token_id, json.dumps(sorted(set(groups))), salt, _hash(salt, secret), now_iso()),
+        "INSERT INTO ui_users (name, token_id, groups_json, salt, token_hash, created_at, role)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (
+            name,
+            token_id,
+            json.dumps(sorted(set(groups))),
+            salt,
+            _hash(salt, secret),
+            now_iso(),
+            ASKER_ROLE if asker else None,
+        ),
     )
     if not added:
         raise UserExists(f"there is already a user {name!r} (remove it first to issue a new token)")
@@ -53,8 +63,16 @@ async def remove_user(tx: Tx, name: str) -> bool:
 
 
 async def list_users(tx: Tx) -> list[dict[str, Any]]:
-    found = await tx.fetchall("SELECT name, groups_json, created_at FROM ui_users ORDER BY name")
-    return [{"name": r["name"], "groups": json.loads(r["groups_json"]), "created_at": r["created_at"]} for r in found]
+    found = await tx.fetchall("SELECT name, groups_json, created_at, role FROM ui_users ORDER BY name")
+    return [
+        {
+            "name": r["name"],
+            "groups": json.loads(r["groups_json"]),
+            "created_at": r["created_at"],
+            "asker": r["role"] == ASKER_ROLE,
+        }
+        for r in found
+    ]
 
 
 async def groups_of(tx: Tx, name: str) -> list[str]:
@@ -62,16 +80,32 @@ async def groups_of(tx: Tx, name: str) -> list[str]:
     return list(json.loads(row["groups_json"])) if row is not None else []
 
 
-async def verify_token(tx: Tx, token: str) -> Principal | None:
-    """The person a token belongs to, or None for anything else."""
+async def _token_owner(tx: Tx, token: str) -> Any:
+    """The user row a token is the token of, or None."""
     prefix, _, rest = token.partition("-")
     token_id, _, secret = rest.partition("-")
     if prefix != TOKEN_PREFIX or not token_id or not secret or len(token) > 200:
         return None
-    row = await tx.fetchone("SELECT name, groups_json, salt, token_hash FROM ui_users WHERE token_id = ?", (token_id,))
+    row = await tx.fetchone(
+        "SELECT name, groups_json, salt, token_hash, role FROM ui_users WHERE token_id = ?", (token_id,)
+    )
     if row is None or not hmac.compare_digest(_hash(row["salt"], secret), row["token_hash"]):
         return None
+    return row
+
+
+async def verify_token(tx: Tx, token: str) -> Principal | None:
+    """The person a token belongs to, or None for anything else (an asking token included)."""
+    row = await _token_owner(tx, token)
+    if row is None or row["role"] == ASKER_ROLE:
+        return None
     return Principal(row["name"], list(json.loads(row["groups_json"])))
+
+
+async def verify_asker(tx: Tx, token: str) -> str | None:
+    """The name of the asker an asking token belongs to, or None for anything else."""
+    row = await _token_owner(tx, token)
+    return str(row["name"]) if row is not None and row["role"] == ASKER_ROLE else None
 
 
 async def bind_session(tx: Tx, session_hash: str, name: str) -> None:
@@ -84,7 +118,7 @@ async def session_person(tx: Tx, session_hash: str) -> Principal | None:
     """The person of a session, with their current groups; None once they were removed."""
     row = await tx.fetchone(
         "SELECT u.name, u.groups_json FROM ui_session_people p JOIN ui_users u ON u.name = p.name"
-        " WHERE p.session_hash = ?",
+        " WHERE p.session_hash = ? AND u.role IS NULL",
         (session_hash,),
     )
     return None if row is None else Principal(row["name"], list(json.loads(row["groups_json"])))

@@ -13,10 +13,12 @@ import pytest
 
 LONGEST_FIRST = (
     "tests/tools/test_many_hosts.py",
+    "tests/agents/test_typescript_caller.py",
     "tests/tools/test_rolling_deploy.py",
     "tests/tools/test_host_gone.py",
     "tests/tools/test_earlier_release_hosts.py",
     "tests/tools/test_host_handoff.py",
+    "tests/doors/test_mcp_permissions.py",
     "tests/doors/test_cli_errors.py",
     "tests/tools/test_mcp_npm_filesystem.py",
     "tests/doors/test_e2e_cli.py",

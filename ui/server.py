@@ -24,10 +24,12 @@ from ui import (
     grant_routes,
     metrics_routes,
     pages,
+    request_routes,
     slack,
     team_routes,
     undo_routes,
 )
+from ui.asker_gate import AskerGate
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
 from ui.proxy_identity import ProxyPeerGate
@@ -43,6 +45,7 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     grant_routes.router,
     elicitation_routes.router,
     undo_routes.router,
+    request_routes.router,
     team_routes.router,
     events.router,
     pages.router,
@@ -76,6 +79,8 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.add_exception_handler(RequestValidationError, render_validation_error)
     for router in FEATURE_ROUTERS:
         app.include_router(router)
+    # An asking token reaches /api/requests only: every other route answers it 403 (ui/asker_gate.py).
+    app.add_middleware(AskerGate, store=store)
     # A Host header that is not ours is answered with 400 (DNS rebinding against a loopback UI).
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.ui_host))
     # Identity headers count only from the configured proxy; from any other peer they are refused.

@@ -38,11 +38,23 @@ ALLOWED: dict[str, set[str]] = {
     "workflows": {"core", "durable_approvals"},
     # The payload store: workspaces are saved there when a tool ends, and restored on a new host.
     "activities": {"core", "config", "storage", "payload_store", "workflows", "approvals_tools", "durable_approvals"},
-    "doors": {"core", "config", "storage", "payload_store", "workflows"},
+    # The caller library's wire types: the doors ask on behalf of callers off Temporal (doors/ask.py).
+    "doors": {"core", "config", "storage", "payload_store", "workflows", "durable_approvals"},
     "maintenance": {"core", "config", "storage", "doors", "payload_store", "workflows"},
     "demo_model": {"core"},
-    "ui": {"core", "config", "storage", "doors", "payload_store", "activities", "workflows"},
-    "cli": {"core", "config", "storage", "doors", "maintenance", "payload_store", "activities", "ui"},
+    # The request's wire types (durable_approvals.types): the HTTP request API and the MCP permission server.
+    "ui": {"core", "config", "storage", "doors", "payload_store", "activities", "workflows", "durable_approvals"},
+    "cli": {
+        "core",
+        "config",
+        "storage",
+        "doors",
+        "maintenance",
+        "payload_store",
+        "activities",
+        "ui",
+        "durable_approvals",
+    },
 }
 # Standard-library and third-party modules that do I/O or need a server: never in the core.
 IO_MODULES = {
