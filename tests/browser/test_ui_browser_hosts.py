@@ -6,20 +6,14 @@ from __future__ import annotations
 from playwright.async_api import Browser, expect
 
 from config.settings import Settings
-from storage.store import ProjectionStore
-from tests.storage.test_hosts import projected, waiting, write
+from tests.storage.test_hosts import one_waiting_one_fine
 from tests.ui_fixtures import served_app
 
 LINE = "waiting for host pod-a: no worker since 10:02:03; moving at 10:04:03"
 
 
 async def test_the_inbox_says_which_host_a_conversation_waits_for(browser: Browser, settings: Settings) -> None:
-    store = ProjectionStore(settings.approvals_db)
-    try:
-        await store.set_tool_host("conv-waits", "pod-a")
-    finally:
-        await store.close()
-    await write(settings.approvals_db, waiting("conv-waits", 2), projected("conv-fine", 1, status="idle"))
+    await one_waiting_one_fine(settings.approvals_db)
     served = served_app(settings, "127.0.0.1:1")  # the projection alone: no Temporal needed
     page = await browser.new_page()
     try:

@@ -59,6 +59,17 @@ async def write(database: Db, *conversations: ConversationProjection) -> None:
         await store.close()
 
 
+async def one_waiting_one_fine(database: Db) -> None:
+    """`conv-waits` pinned to pod-a with a tool waiting for it, and `conv-fine` idle: what the UI
+    tests show."""
+    store = ProjectionStore(database)
+    try:
+        await store.set_tool_host("conv-waits", "pod-a")
+    finally:
+        await store.close()
+    await write(database, waiting("conv-waits", 2), projected("conv-fine", 1, status="idle"))
+
+
 def test_the_wait_reads_as_one_line_in_utc() -> None:
     assert host_wait_text(wait_payload()) == "waiting for host pod-a: no worker since 10:02:03; moving at 10:04:03"
     unpolled = {**wait_payload(last_poll=None), "moves_at": "2026-03-01T11:04:03+01:00"}

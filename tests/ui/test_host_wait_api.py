@@ -7,9 +7,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from config.settings import Settings
-from storage.store import ProjectionStore
 from tests.postgres import on_both_backends
-from tests.storage.test_hosts import projected, wait_payload, waiting, write
+from tests.storage.test_hosts import one_waiting_one_fine, projected, wait_payload, waiting, write
 from tests.ui_fixtures import api_client
 
 pytestmark = on_both_backends
@@ -17,12 +16,7 @@ LINE = "waiting for host pod-a: no worker since 10:02:03; moving at 10:04:03"
 
 
 async def test_conversation_rows_and_view_carry_the_wait(client: Client, settings: Settings) -> None:
-    store = ProjectionStore(settings.approvals_db)
-    try:
-        await store.set_tool_host("conv-waits", "pod-a")
-    finally:
-        await store.close()
-    await write(settings.approvals_db, waiting("conv-waits", 2), projected("conv-fine", 1, status="idle"))
+    await one_waiting_one_fine(settings.approvals_db)
     async with api_client(settings, client) as http:
         listed = (await http.get("/api/conversations")).json()
         view = await http.get("/api/conversations/conv-waits")  # no workflow: the projection's view
