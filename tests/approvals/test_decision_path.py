@@ -17,7 +17,7 @@ from config.settings import Settings
 from core.models import SIGNAL_TOOL_STILL_RUNNING, DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, start_and_wait, wait_status, workspace_of
+from tests.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows import patches
@@ -125,6 +125,13 @@ async def test_a_denied_call_ends_its_timer_in_the_deciding_task(
     async with build_worker(client, settings):
         started = await start_and_wait(client, settings, "write two files", histories, pending=2)
         cid, rows = started.conversation_id, started.pending
+
+        async def both_timers_started() -> bool:
+            """The rows show before their expiry timers start (a task later): decide after both."""
+            events = (await client.get_workflow_handle(cid).fetch_history()).events
+            return sum(e.event_type == EventType.EVENT_TYPE_TIMER_STARTED for e in events) == 2
+
+        await eventually(both_timers_started)
         await send_decision(client, settings, DecisionInput(request_id=rows[0]["request_id"], decision="deny"))
         await send_decision(client, settings, DecisionInput(request_id=rows[1]["request_id"], decision="deny"))
         await wait_status(client, cid, "idle")
