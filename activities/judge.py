@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from temporalio import activity
 
 from activities.prescreen import ask_prescreen, covers
+from config.errors import ConfigError
 from config.prescreen_section import PrescreenConfig
 from core.approvers import may_decide
 from core.grants import JudgeInput, JudgeVerdict, covering_grant
@@ -58,7 +59,11 @@ class JudgeActivities:
     async def _screened(self, request: JudgeInput, tool: str | ToolDef) -> JudgeVerdict:
         """The pre-screen's verdict, where it may answer: no approver rule holds, one of its patterns
         covers the call, and it has not yet denied `deny_limit` calls of this conversation."""
-        config = self._prescreen() if request.prescreen_allowed else None
+        try:
+            config = self._prescreen() if request.prescreen_allowed else None
+        except ConfigError as err:  # a broken [prescreen] must not keep the call from a person
+            activity.logger.error("pre-screen not asked for %s: %s", request.request_id, err)
+            return JudgeVerdict(verdict="ask")
         if config is None or request.prescreen_denials >= config.deny_limit:
             return JudgeVerdict(verdict="ask")
         if not covers(config, tool, request.main_argument):

@@ -117,3 +117,7 @@ async def test_the_prescreen_decides_under_the_rules_and_a_person_decides_what_i
         [row] = await wait_pending(db, garbled, 1)
         details = rows(db, "SELECT details_json FROM ui_pending_approvals WHERE request_id = ?", row["request_id"])
         assert "malformed JSON" in details[0]["details_json"]
+
+        file.write_text(policy(broken_prescreen.base_url).replace('model = "scripted-prescreen"', ""))  # invalid
+        misconfigured = histories.track(await start_conversation(client, settings, "run ls -a"))
+        await wait_pending(db, misconfigured, 1)  # a [prescreen] that does not load brings the call to a person
