@@ -229,3 +229,18 @@ async def save_and_replay(client: Client, history: WorkflowHistory, name: str) -
     HISTORY_DIR.mkdir(parents=True, exist_ok=True)
     (HISTORY_DIR / f"{name}.json".replace("/", "_")).write_text(json.dumps(history.to_json_dict()))
     await replayer(client.data_converter).replay_workflow(history)
+
+
+@pytest_asyncio.fixture
+async def s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    """A moto S3 server of the test's own (tests/s3_support.py), with the credentials botocore reads;
+    its clients closed after. Imported here only when a test asks for it: moto is slow to import."""
+    from payload_store.s3 import close_s3_clients
+    from tests.s3_support import CREDENTIALS, S3Server
+
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    server = S3Server().start()
+    yield server
+    await close_s3_clients()
+    server.stop()

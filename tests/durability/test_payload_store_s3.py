@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -19,26 +17,15 @@ from doors.control import start_conversation
 from payload_store import data_converter
 from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes, references
-from payload_store.s3 import close_s3_clients
 from tests.failure_support import assistant_count, holds, lines, replay_recorded, wait_turn, worker_process
 from tests.helpers import new_workspace, rows, tool_messages, wait_status, workspace_of
-from tests.s3_support import CREDENTIALS, S3Server
+from tests.s3_support import S3Server
 from tests.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.conversation import SYSTEM_PROMPT
 
 THRESHOLD = 8 * 1024
 BIG = "".join(f"line {i:05d} of a sixteen kilobyte file\n" for i in range(400))[:16_000]
-
-
-@pytest_asyncio.fixture
-async def s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[S3Server]:
-    for name, value in CREDENTIALS.items():
-        monkeypatch.setenv(name, value)
-    server = S3Server().start()
-    yield server
-    await close_s3_clients()
-    server.stop()
 
 
 def s3_settings(settings: Settings, s3: S3Server, tmp_path: Path, **changes: object) -> Settings:

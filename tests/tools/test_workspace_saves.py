@@ -15,19 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from activities import workspace_scan
 from activities.workspace_saves import WorkspaceSaves
 from config.settings import Settings
 from maintenance.payload_gc import collect_payloads
 from payload_store import blob_tree
-from payload_store.s3 import close_s3_clients
 from payload_store.workspace_chunks import (
     ManifestError,
 )
 from payload_store.workspace_store import CHUNKS, LocalWorkspaceStore, get_manifest
-from tests.s3_support import CREDENTIALS, S3Server
+from tests.s3_support import S3Server
 
 HOUR_AGO = time.time() - 3600
 
@@ -296,16 +294,6 @@ async def test_the_collector_keeps_the_latest_save_and_drops_a_superseded_one(wo
     assert {p.name for p in (store / CHUNKS).glob("*/*")} == manifest.chunk_digests()
     restored = await saves_in(store).restore("conv-1", tmp_path / "other")
     assert restored is not None and tree(tmp_path / "other") == tree(workspace)
-
-
-@pytest_asyncio.fixture
-async def s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[S3Server]:
-    for name, value in CREDENTIALS.items():
-        monkeypatch.setenv(name, value)
-    server = S3Server().start()
-    yield server
-    await close_s3_clients()
-    server.stop()
 
 
 async def test_saves_on_s3_restore_on_another_host(workspace: Path, tmp_path: Path, s3: S3Server) -> None:
