@@ -61,6 +61,18 @@ def missing(digest: str, where: str) -> PayloadStoreError:
     )
 
 
+def found_again(target: Path, size: int) -> bool:
+    """The blob is stored already (named by its digest, of its size): touched, since it is in use
+    again and the collector's grace starts over."""
+    try:
+        if target.stat().st_size == size:
+            os.utime(target)
+            return True
+    except FileNotFoundError:
+        pass
+    return False
+
+
 class LocalBlobFiles:
     """`ROOT/roots/XX/DIGEST` and `ROOT/blobs/XX/DIGEST` (XX: the digest's first two characters)."""
 
@@ -82,13 +94,9 @@ class LocalBlobFiles:
     def _put_now(self, kind: str, blobs: Mapping[str, bytes]) -> None:
         for digest, blob in blobs.items():
             target = self.path_for(kind, digest)
-            try:
-                if target.stat().st_size == len(blob):
-                    os.utime(target)  # in use again: the collector's grace starts over
-                    self._known.add(kind + digest)
-                    continue
-            except FileNotFoundError:
-                pass
+            if found_again(target, len(blob)):
+                self._known.add(kind + digest)
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(target, blob)
             self._known.add(kind + digest)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from payload_store import blob_tree
-from payload_store.blob_files import KnownDigests, LocalBlobFiles, ObjectClient, S3BlobFiles, checked, missing
+from payload_store.blob_files import (
+    KnownDigests,
+    LocalBlobFiles,
+    ObjectClient,
+    S3BlobFiles,
+    checked,
+    found_again,
+    missing,
+)
 from payload_store.local import write_atomically
 from payload_store.workspace_chunks import Manifest, ManifestError, parse_manifest
 from payload_store.workspace_manifest import EncodedPages, encode_manifest
@@ -92,13 +99,9 @@ class LocalWorkspaceStore:
             if self._found.fresh(kind + digest):
                 continue
             target = self._files.path_for(kind, digest)
-            try:
-                if target.stat().st_size == len(blob):
-                    os.utime(target)  # in use again: the collector's grace starts over
-                    self._found.add(kind + digest)
-                    continue
-            except FileNotFoundError:
-                pass
+            if found_again(target, len(blob)):
+                self._found.add(kind + digest)
+                continue
             new[target] = blob
         # Each write waits for its fsyncs: a few at once share the filesystem's journal commits. One
         # alone (a small edit's chunk, a manifest's root) is written here, with no pool to start.
