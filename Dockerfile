@@ -13,6 +13,7 @@ COPY pyproject.toml ./
 # Whole packages and the three entry points: a module added to a package is in the image by itself.
 COPY worker.py starter.py run_local.py ./
 COPY core/ core/
+COPY channels/ channels/
 COPY config/ config/
 COPY storage/ storage/
 COPY doors/ doors/

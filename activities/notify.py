@@ -7,9 +7,10 @@ same `Idempotency-Key` (the receiver drops what it has seen), while a Slack mess
 such key, is not sent again (at most once).
 
 A channel whose messages can change (Slack's Web API) records where it posted with its key; once
-the request is decided through any door but Slack's own buttons (which update the pressed message
-themselves), each such message is updated once, through the same ledger, to say who decided and
-through which door. What each kind sends is its class in activities/channel_kinds/.
+the request is decided through any door but the channel's own (whose buttons update the pressed
+message themselves), each such message is updated once, through the same ledger, to say who
+decided and through which door. What each kind sends, and whether it is a door, is its class in
+channels/.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.channel_kinds import CHANNEL_KINDS
-from activities.channel_kinds.base import Channel, Sent, card_url
 from activities.ledger import Ledger
 from activities.worker_metrics import NOTIFICATION_FAILURES, NOTIFICATIONS_SENT
-from config.notify_section import ChannelConfig, NotifyConfig
+from channels.base import Channel, Sent, card_url
+from config.notify_section import NotifyConfig
 from config.telemetry import span
+from core.contract import ERROR_NOTIFICATION_REJECTED
 from core.models import ApprovalRecord, NotificationInput, ToolResult
-from workflows.activity_calls import ERROR_NOTIFICATION_REJECTED, NOTIFY_APPROVAL
+from workflows.activity_calls import NOTIFY_APPROVAL
 
 RETRIED_STATUSES = {408, 425, 429}
 log = logging.getLogger(__name__)
@@ -50,27 +51,26 @@ class NotifyActivities:
                 type=ERROR_NOTIFICATION_REJECTED,
                 non_retryable=True,
             )
-        kind = CHANNEL_KINDS[channel.kind]()
         key, attempt = notification.key, activity.info().attempt
         claim = await self._ledger.claim(key, _posted(channel), attempt)
         if claim.verdict == "finished":
             return f"{key}: delivered earlier"
-        if claim.verdict == "unknown" and not kind.repeats_safely:
-            return f"{key}: an earlier attempt may have delivered it; {kind.name} messages are not repeated"
+        if claim.verdict == "unknown" and not channel.repeats_safely:
+            return f"{key}: an earlier attempt may have delivered it; {channel.name} messages are not repeated"
         await self._ledger.start(key, attempt)
         attributes = {"approval.request_id": notification.request_id, "notify.channel": notification.channel}
         try:
             with span("approval.notify", {**attributes, "notify.kind": notification.kind}):
-                delivered = await self._deliver(kind, channel, notification, key)
+                delivered = await self._deliver(channel, notification, key)
         except Exception:
             NOTIFICATION_FAILURES.labels(notification.channel).inc()
             raise
         NOTIFICATIONS_SENT.labels(notification.channel).inc()
         return delivered
 
-    async def _deliver(self, kind: Channel, channel: ChannelConfig, notification: NotificationInput, key: str) -> str:
+    async def _deliver(self, channel: Channel, notification: NotificationInput, key: str) -> str:
         try:
-            sent = await self._send(kind, channel, notification)
+            sent = await self._send(channel, notification)
         except LookupError as err:  # a variable the channel needs is not set
             await self._ledger.release(key)
             raise ApplicationError(str(err), type=ERROR_NOTIFICATION_REJECTED, non_retryable=True) from None
@@ -87,35 +87,32 @@ class NotifyActivities:
         await self._ledger.finish(key, ToolResult(content=json.dumps(record, sort_keys=True)))
         return f"{key}: delivered"
 
-    async def _send(self, kind: Channel, channel: ChannelConfig, notification: NotificationInput) -> Sent:
+    async def _send(self, channel: Channel, notification: NotificationInput) -> Sent:
         link = card_url(self._link_base, notification.request_id)
         async with httpx.AsyncClient(timeout=channel.timeout_seconds) as http:
-            return await kind.send(http, channel, notification, link)
+            return await channel.send(http, notification, link)
 
     async def message_decided(self, record: ApprovalRecord) -> None:
         """Update, once each, the messages that can change posted for a request now decided. Never
         raises: the message is a view, and the decision is recorded already."""
-        if record.resolution is None or record.decided_via == "slack":
+        if record.resolution is None:
             return
         for name, channel in self._config.channels.items():
-            kind = CHANNEL_KINDS[channel.kind]()
-            if not kind.updates_messages(channel):
-                continue
+            if not channel.updates_messages() or record.decided_via == channel.door:
+                continue  # its messages cannot change, or its own buttons decided and answered
             try:
                 posted = await self._ledger.finished_under(f"{record.request_id}:{name}:", _posted(channel))
                 for key, result in sorted(posted.items()):
-                    await self._update_once(kind, channel, key, result, record)
+                    await self._update_once(channel, key, result, record)
             except Exception:
-                log.warning("could not update the %s messages of %s", kind.name, record.request_id, exc_info=True)
+                log.warning("could not update the %s messages of %s", channel.name, record.request_id, exc_info=True)
 
-    async def _update_once(
-        self, kind: Channel, channel: ChannelConfig, key: str, posted: ToolResult, record: ApprovalRecord
-    ) -> None:
+    async def _update_once(self, channel: Channel, key: str, posted: ToolResult, record: ApprovalRecord) -> None:
         try:
             delivered = json.loads(posted.content)
         except ValueError:
             return
-        message = kind.message_of(delivered) if isinstance(delivered, dict) else None
+        message = channel.message_of(delivered) if isinstance(delivered, dict) else None
         if message is None:
             return  # nothing recorded to update
         update_key = f"{key}:decided"
@@ -124,12 +121,12 @@ class NotifyActivities:
             return
         link = card_url(self._link_base, record.request_id)
         async with httpx.AsyncClient(timeout=channel.timeout_seconds) as http:
-            answer = await kind.update(http, channel, message, record, link)
+            answer = await channel.update(http, message, record, link)
         if not answer.ok:
-            log.warning("%s refused to update %s: %s", kind.name, key, answer.error)
+            log.warning("%s refused to update %s: %s", channel.name, key, answer.error)
         await self._ledger.finish(update_key, ToolResult(content=json.dumps({"ok": answer.ok, "error": answer.error})))
 
 
-def _posted(channel: ChannelConfig) -> str:
+def _posted(channel: Channel) -> str:
     """The ledger's name for a delivery through this channel's kind ("notify:webhook", "notify:slack")."""
     return f"notify:{channel.kind}"

@@ -1,95 +1,42 @@
-"""Notification channels' settings: the `[channels.NAME]`, `[slack]` and `[notifications]` tables of the policy file.
+"""Notification settings: the `[channels.NAME]` tables, `[notifications]`, and the own table of each
+channel that is also a door (`[slack]`), from the policy file.
 
 They live in the configuration file (POLICY_FILE) beside the rules; secrets come from the
-environment (`secret_env`), so the file can be shared:
+environment (`*_env`), so the file can be shared:
 
     [notifications]
     link_base = "https://approvals.example.com"   # where the cards' links point (default: the UI's address)
     [channels.ops-hook]
-    kind = "webhook"
+    kind = "webhook"            # the default
     url = "https://hooks.example.com/approvals"
     secret_env = "OPS_HOOK_SECRET"
     groups = ["ops"]            # requests group:ops may decide; "*": every request
     [channels.ops-slack]
     kind = "slack"
     url_env = "OPS_SLACK_WEBHOOK"
-    [channels.ops-slack-app]   # Slack's Web API: the message is updated when its request is decided
-    kind = "slack"
-    token_env = "OPS_SLACK_TOKEN"
-    slack_channel = "C0123OPS"
     [slack]
-    signing_secret_env = "SLACK_SIGNING_SECRET"
     users = { U012ABCDEF = "alice" }
 
-What each kind of channel sends is its own module under activities/channel_kinds/.
+This module knows no kind: each channel's table is checked by its kind's own class, and each door's
+table by that kind's settings type, both read from the registry (channels/__init__.py) when the
+file is read.
 """
 
 from __future__ import annotations
 
-import os
+import operator
+from collections.abc import Mapping
+from functools import lru_cache, reduce
+from typing import Annotated, Any, TypeVar
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from core.models import ChannelKind
+from channels import CHANNEL_KINDS, DEFAULT_KIND
+from channels.base import Channel
 from core.wire_model import WireModel
 
-SLACK_API_BASE = "https://slack.com/api"
-
-
-class ChannelConfig(WireModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: ChannelKind = "webhook"
-    url: str | None = None
-    url_env: str | None = Field(default=None, description="the variable holding the URL (a Slack webhook is a secret)")
-    secret: str | None = Field(default=None, description="webhook signing secret; prefer secret_env")
-    secret_env: str | None = None
-    groups: list[str] = Field(default_factory=list)
-    timeout_seconds: float = Field(default=10.0, gt=0)
-    token_env: str | None = Field(
-        default=None, description="Slack: the variable holding a bot token; posts via the Web API (url: its base)"
-    )
-    slack_channel: str | None = Field(default=None, description="Slack Web API: the channel id messages go to")
-
-    @model_validator(mode="after")
-    def _complete(self) -> ChannelConfig:
-        if self.token_env is not None or self.slack_channel is not None:
-            if self.kind != "slack" or self.token_env is None or self.slack_channel is None:
-                raise ValueError("a Slack Web API channel needs kind slack, token_env and slack_channel")
-            if self.url is not None and self.url_env is not None:
-                raise ValueError("a channel takes at most one of url or url_env")
-            return self
-        if (self.url is None) == (self.url_env is None):
-            raise ValueError("a channel needs exactly one of url or url_env")
-        if self.kind == "webhook" and (self.secret is None) == (self.secret_env is None):
-            raise ValueError("a webhook channel needs exactly one of secret or secret_env (its signing key)")
-        return self
-
-    @property
-    def web_api(self) -> bool:
-        """Posts through Slack's Web API (chat.postMessage), so its messages can be updated later."""
-        return self.token_env is not None
-
-    def resolved_url(self) -> str:
-        if self.web_api and self.url is None and self.url_env is None:
-            return SLACK_API_BASE
-        return self.url or _from_env(self.url_env)
-
-    def resolved_token(self) -> str:
-        return _from_env(self.token_env)
-
-    def resolved_secret(self) -> str:
-        return self.secret or _from_env(self.secret_env)
-
-
-class SlackConfig(WireModel):
-    model_config = ConfigDict(extra="forbid")
-
-    signing_secret_env: str = "SLACK_SIGNING_SECRET"
-    users: dict[str, str] = Field(default_factory=dict, description="Slack user id -> approver name")
-
-    def signing_secret(self) -> str | None:
-        return os.environ.get(self.signing_secret_env) or None
+DoorSettings = TypeVar("DoorSettings", bound=BaseModel)
 
 
 class NotificationsConfig(WireModel):
@@ -99,13 +46,67 @@ class NotificationsConfig(WireModel):
 
 
 class NotifyConfig(WireModel):
-    channels: dict[str, ChannelConfig] = Field(default_factory=dict)
-    slack: SlackConfig = Field(default_factory=SlackConfig)
+    """Read with notify_config(): `channels` then holds each channel as its kind's own class."""
+
+    channels: dict[str, Channel] = Field(default_factory=dict)
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
 
+    def door(self, settings: type[DoorSettings]) -> DoorSettings:
+        """A door's settings, by their type (read from its kind's table, `[slack]`)."""
+        found = [value for value in self.__dict__.values() if isinstance(value, settings)]
+        return found[0] if found else settings()
 
-def _from_env(name: str | None) -> str:
-    value = os.environ.get(name or "")
-    if not value:
-        raise LookupError(f"the environment variable {name} is not set")
-    return value
+
+def notify_config(data: Mapping[str, object]) -> NotifyConfig:
+    """The notification settings of a policy file's tables (its other tables are not looked at)."""
+    check_kinds(data.get("channels"))
+    return _config_type(tuple(CHANNEL_KINDS.items())).model_validate(data)
+
+
+def check_kinds(tables: object) -> None:
+    """Refuse a channel whose kind no class is registered for, naming the kinds there are."""
+    if not isinstance(tables, Mapping):
+        return
+    known = ", ".join(sorted(CHANNEL_KINDS))
+    unknown = [
+        InitErrorDetails(
+            type=PydanticCustomError(
+                "unknown_kind", "unknown kind '{kind}'; the known kinds are {known}", {"kind": kind, "known": known}
+            ),
+            loc=("channels", name, "kind"),
+            input=kind,
+        )
+        for name, table in tables.items()
+        if isinstance(table, Mapping) and (kind := str(table.get("kind", DEFAULT_KIND))) not in CHANNEL_KINDS
+    ]
+    if unknown:
+        raise ValidationError.from_exception_data("channels", unknown)
+
+
+@lru_cache(maxsize=8)
+def _config_type(kinds: tuple[tuple[str, type[Channel]], ...]) -> type[NotifyConfig]:
+    """NotifyConfig for these kinds: a channel is a union of their classes discriminated on `kind`,
+    and each kind that is a door adds its top-level table."""
+    known = ", ".join(sorted(kind for kind, _ in kinds))
+    members = [Annotated[channel, Tag(kind)] for kind, channel in kinds]
+    union: Any = Annotated[
+        reduce(operator.or_, members),
+        Discriminator(
+            _kind_of,
+            custom_error_type="unknown_kind",
+            custom_error_message=f"a channel is a table whose kind is one of {known}",
+        ),
+    ]
+    doors: dict[str, Any] = {
+        kind: (channel.door_settings, Field(default_factory=channel.door_settings))
+        for kind, channel in kinds
+        if channel.door_settings is not None
+    }
+    channels: Any = (dict[str, union], Field(default_factory=dict))
+    return create_model("NotifyConfig", __base__=NotifyConfig, channels=channels, **doors)
+
+
+def _kind_of(table: object) -> object:
+    if isinstance(table, Mapping):
+        return table.get("kind", DEFAULT_KIND)
+    return getattr(table, "kind", None)

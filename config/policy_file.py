@@ -72,6 +72,10 @@ class PolicyFile:
             raise ConfigError(f"POLICY_FILE {self.name} is not a valid policy: {self._toml_error}")
         try:
             rules = validate_rules(PolicyRules.model_validate(self.data))
+            if rules.channels:  # a workflow keeps a channel's kind as a name: the registry checks it
+                from config.notify_section import check_kinds
+
+                check_kinds(self.data.get("channels"))
         except (InvalidRule, ValueError) as err:
             raise ConfigError(f"POLICY_FILE {self.name} is not a valid policy: {one_line(err)}") from None
         self._warn_shadowed(rules, "")
@@ -146,16 +150,16 @@ class PolicyFile:
 
     @cached_property
     def notify(self) -> NotifyConfig:
-        """The channels, [slack] and [notifications]; every channel an approver rule names must exist."""
+        """The channels, [notifications] and each door's table ([slack]); every channel an approver
+        rule names must exist."""
         from pydantic import ValidationError
 
-        from config.notify_section import NotifyConfig
+        from config.notify_section import notify_config
 
-        keys = ("channels", "slack", "notifications")
         if self._toml_error is not None:
             raise ConfigError(f"POLICY_FILE {self.name} is not valid TOML: {self._toml_error}")
         try:
-            config = NotifyConfig.model_validate({key: self.data[key] for key in keys if key in self.data})
+            config = notify_config(self.data)
         except ValidationError as err:
             raise ConfigError(f"POLICY_FILE {self.name} has invalid notification settings: {one_line(err)}") from None
         named = {n for rule in self.rules.approvers for n in [*rule.notify, *rule.escalate_to]}

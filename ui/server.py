@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib import import_module
 from typing import Any
 
 import uvicorn
@@ -12,6 +13,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from channels import deciding_kinds
 from config.settings import Settings
 from storage.store import ProjectionStore
 from ui import (
@@ -25,7 +27,6 @@ from ui import (
     metrics_routes,
     pages,
     request_routes,
-    slack,
     team_routes,
     undo_routes,
 )
@@ -38,7 +39,8 @@ from ui.temporal import ClientProvider, LazyClient
 
 log = logging.getLogger(__name__)
 
-# Each feature's routes live in one module; this is the one place they are mounted.
+# Each feature's routes live in one module; this is the one place they are mounted (beside the
+# routes of the channels that are doors, which their registry names: door_routers()).
 FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     conversation_routes.router,
     approval_routes.router,
@@ -49,7 +51,6 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     team_routes.router,
     events.router,
     pages.router,
-    slack.router,
     agui_routes.router,
     metrics_routes.router,
     analytics_routes.router,
@@ -77,7 +78,7 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.state.proxy_identity = settings.proxy_identity()
     app.add_exception_handler(HttpError, render_http_error)
     app.add_exception_handler(RequestValidationError, render_validation_error)
-    for router in FEATURE_ROUTERS:
+    for router in (*FEATURE_ROUTERS, *door_routers()):
         app.include_router(router)
     # An asking token reaches /api/requests only: every other route answers it 403 (ui/asker_gate.py).
     app.add_middleware(AskerGate, store=store)
@@ -88,6 +89,12 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit)
     return app
+
+
+def door_routers() -> list[APIRouter]:
+    """The routes of every registered channel that is also a door (Slack's buttons: ui/slack.py)."""
+    modules = [channel.door_router for channel in deciding_kinds().values() if channel.door_router]
+    return [import_module(module).router for module in modules]
 
 
 async def close_stores(app: FastAPI) -> None:

@@ -6,6 +6,7 @@ five minutes away, is refused with 401 and changes nothing. The Slack user must 
 approver (`[slack] users`); their groups come from the users table, and the approver rules, the
 first-decision-wins claim and the workflow's own checks then apply exactly as for the UI. The
 message is updated (its `response_url`) to say who decided, or, to the presser alone, why not.
+The UI mounts this route because the Slack channel names it as its door's (channels/slack.py).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from temporalio.service import RPCError
 
-from activities.slack_text import slack_safe
-from config.notify_section import SlackConfig
+from channels.slack import SLACK_DOOR, SlackDoor
+from channels.slack_text import slack_safe
+from core.contract import ERROR_NOT_AN_APPROVER, ERROR_SLACK_SIGNATURE, ERROR_TEMPORAL_REFUSED
 from core.models import Decision, DecisionInput
+from core.refusals import DecisionRefused
 from doors import control
-from storage.claims import DecisionRefused
 from ui.bodies import read_body
 from ui.errors import BadRequest, NotFound, Unauthorized
 
@@ -48,16 +50,16 @@ def verify_slack(secret: str, headers: Any, body: bytes, now: float) -> None:
     """Raise Unauthorized unless Slack signed this body within the last five minutes."""
     timestamp = headers.get("x-slack-request-timestamp", "")
     if not timestamp.isdigit() or abs(now - int(timestamp)) > SLACK_MAX_AGE_SECONDS:
-        raise Unauthorized("the Slack request is too old or has no timestamp", error_type="SlackSignature")
+        raise Unauthorized("the Slack request is too old or has no timestamp", error_type=ERROR_SLACK_SIGNATURE)
     given = headers.get("x-slack-signature", "")
     if not hmac.compare_digest(given.encode(), slack_signature(secret, timestamp, body).encode()):
-        raise Unauthorized("the Slack signature does not match", error_type="SlackSignature")
+        raise Unauthorized("the Slack signature does not match", error_type=ERROR_SLACK_SIGNATURE)
 
 
-def _config(request: Request) -> SlackConfig:
+def _config(request: Request) -> SlackDoor:
     state = request.app.state
     if not hasattr(state, "slack"):
-        state.slack = state.settings.load_notify().slack
+        state.slack = state.settings.load_notify().door(SlackDoor)
     return state.slack  # type: ignore[no-any-return]
 
 
@@ -81,14 +83,16 @@ async def slack_action(request: Request, background: BackgroundTasks) -> JSONRes
         return JSONResponse({"ok": True, "ignored": action.get("action_id")})
     principal = config.users.get(user_id)
     if principal is None:
-        return _refused(background, response_url, "NotAnApprover", f"Slack user {user_id} is not mapped to an approver")
+        return _refused(
+            background, response_url, ERROR_NOT_AN_APPROVER, f"Slack user {user_id} is not mapped to an approver"
+        )
     store = request.app.state.store
     decided = DecisionInput(
         request_id=request_id,
         decision=decision,
         reason="decided in Slack",
         decided_by=principal,
-        door="slack",
+        door=SLACK_DOOR,
         principal=principal,
         groups=await store.groups_of(principal),
     )
@@ -99,7 +103,9 @@ async def slack_action(request: Request, background: BackgroundTasks) -> JSONRes
     except DecisionRefused as err:
         return _refused(background, response_url, err.error_type, str(err))
     except RPCError as err:
-        return _refused(background, response_url, "TemporalRefused", f"Temporal refused the decision: {err.message}")
+        return _refused(
+            background, response_url, ERROR_TEMPORAL_REFUSED, f"Temporal refused the decision: {err.message}"
+        )
     row = await store.approval(request_id)
     verb = "Allowed" if decision == "allow" else "Denied"
     tool, _ = slack_safe(str(row["tool_name"]) if row else "?")

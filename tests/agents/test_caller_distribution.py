@@ -43,7 +43,7 @@ READY = "caller worker ready"
 SERVICE_ONLY_MODULES = ("fastapi", "uvicorn", "psycopg", "psycopg_pool", "mcp", "opentelemetry", "prometheus_client")
 # The service's own top-level modules, which an agent's project may well have names of its own for.
 SERVICE_TOP_LEVEL = (
-    "core", "config", "storage", "doors", "maintenance", "workflows", "activities", "payload_store",
+    "core", "channels", "config", "storage", "doors", "maintenance", "workflows", "activities", "payload_store",
     "demo_model", "ui", "cli", "approvals_tools", "worker", "starter", "run_local",
 )  # fmt: skip
 

@@ -1,5 +1,6 @@
-"""Channel kinds: one class per kind the configuration accepts, each sending to a real HTTP receiver
-what its receivers expect (a signed webhook, a Slack message, a Web API post updated later)."""
+"""Channel kinds: one class per kind the configuration accepts, at once its settings and its sender,
+each sending to a real HTTP receiver what its receivers expect (a signed webhook, a Slack message,
+a Web API post updated later)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from typing import get_args
 import httpx
 import pytest
 
-from activities.channel_kinds import CHANNEL_KINDS
-from activities.channel_kinds.base import Channel, card_url
-from config.notify_section import ChannelConfig
+from channels import CHANNEL_KINDS, deciding_kinds
+from channels.base import Channel, card_url
+from channels.slack import SlackChannel
+from channels.webhook import WebhookChannel
 from config.settings import Settings
-from core.models import ApprovalRecord, ChannelKind, NotificationInput
+from core.models import BUILT_IN_DOORS, ApprovalRecord, NotificationInput
 from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -42,7 +44,7 @@ def receiver() -> Iterator[Receiver]:
     running.stop()
 
 
-def channels(tmp_path: Path, receiver: Receiver) -> dict[str, ChannelConfig]:
+def channels(tmp_path: Path, receiver: Receiver) -> dict[str, Channel]:
     """The channels of a policy file, as the worker reads them."""
     path = tmp_path / "policy.toml"
     path.write_text(
@@ -55,34 +57,50 @@ def channels(tmp_path: Path, receiver: Receiver) -> dict[str, ChannelConfig]:
 
 
 def test_the_registry_has_one_class_for_every_kind_the_configuration_accepts() -> None:
-    accepted = set(get_args(ChannelKind))
-    assert set(CHANNEL_KINDS) == accepted
-    assert ChannelConfig.model_fields["kind"].annotation == ChannelKind
-    for kind in CHANNEL_KINDS.values():
-        assert issubclass(kind, Channel) and kind.send is not Channel.send, kind
-        assert kind.name
+    for kind, channel in CHANNEL_KINDS.items():
+        assert issubclass(channel, Channel) and channel.send is not Channel.send, kind
+        assert get_args(channel.model_fields["kind"].annotation) == (kind,), "its key is its kind"
+        assert channel.name
+    assert {kind: type(channel) for kind, channel in channels_by_kind().items()} == CHANNEL_KINDS
+
+
+def test_a_door_is_named_once_and_its_route_is_mounted() -> None:
+    from ui.server import door_routers
+
+    doors = [channel.door for channel in deciding_kinds().values()]
+    assert doors == ["slack"] and not set(doors) & set(BUILT_IN_DOORS) and len(set(doors)) == len(doors)
+    paths = {route.path for router in door_routers() for route in router.routes}  # type: ignore[attr-defined]
+    assert paths == {"/slack/actions"}
+
+
+def channels_by_kind() -> dict[str, Channel]:
+    """One configured channel of each kind, as the file's tables give them."""
+    return {
+        "webhook": WebhookChannel(kind="webhook", url="http://hook.example", secret="s"),
+        "slack": SlackChannel(kind="slack", url="http://slack.example"),
+    }
 
 
 async def test_a_webhook_is_signed_and_carries_its_key(tmp_path: Path, receiver: Receiver) -> None:
     hook = channels(tmp_path, receiver)["hook"]
     async with httpx.AsyncClient() as http:
-        sent = await CHANNEL_KINDS["webhook"]().send(http, hook, NOTICE, LINK)
+        sent = await hook.send(http, NOTICE, LINK)
     assert (sent.status, sent.posted) == (200, {})
     [delivery] = receiver.at("/hook")
     assert verify_webhook(delivery, WEBHOOK_SECRET)
     assert delivery.headers["idempotency-key"] == NOTICE.key
     assert delivery.json()["url"] == LINK and delivery.json()["type"] == "approval.request"
-    assert CHANNEL_KINDS["webhook"].repeats_safely and not CHANNEL_KINDS["webhook"]().updates_messages(hook)
+    assert isinstance(hook, WebhookChannel) and hook.repeats_safely and not hook.updates_messages()
 
 
 async def test_a_slack_webhook_posts_the_message_and_is_never_repeated(tmp_path: Path, receiver: Receiver) -> None:
     slack = channels(tmp_path, receiver)["slack"]
     async with httpx.AsyncClient() as http:
-        sent = await CHANNEL_KINDS["slack"]().send(http, slack, NOTICE, LINK)
+        sent = await slack.send(http, NOTICE, LINK)
     assert (sent.status, sent.posted) == (200, {})
     [delivery] = receiver.at("/slack")
     assert delivery.json()["text"].endswith("run_shell (perm_c_1)")
-    assert not CHANNEL_KINDS["slack"].repeats_safely and not CHANNEL_KINDS["slack"]().updates_messages(slack)
+    assert isinstance(slack, SlackChannel) and not slack.repeats_safely and not slack.updates_messages()
 
 
 async def test_a_slack_web_api_post_is_recorded_and_updated_where_it_was_posted(
@@ -90,10 +108,9 @@ async def test_a_slack_web_api_post_is_recorded_and_updated_where_it_was_posted(
 ) -> None:
     monkeypatch.setenv("CHANNEL_KINDS_TOKEN", "xoxb-test")
     app = channels(tmp_path, receiver)["app"]
-    kind = CHANNEL_KINDS["slack"]()
     async with httpx.AsyncClient() as http:
-        sent = await kind.send(http, app, NOTICE, LINK)
-        message = kind.message_of({"delivered_at": 1, **sent.posted})
+        sent = await app.send(http, NOTICE, LINK)
+        message = app.message_of({"delivered_at": 1, **sent.posted})
         assert sent.posted == {"slack_channel": "C1", "ts": "17.5"} and message == sent.posted
         record = ApprovalRecord(
             request_id="perm_c_1",
@@ -109,8 +126,8 @@ async def test_a_slack_web_api_post_is_recorded_and_updated_where_it_was_posted(
             decided_by="alice",
             decided_via="cli",
         )
-        updated = await kind.update(http, app, message, record, LINK)
-    assert updated.ok and kind.updates_messages(app) and kind.message_of({"delivered_at": 1}) is None
+        updated = await app.update(http, message, record, LINK)
+    assert updated.ok and app.updates_messages() and app.message_of({"delivered_at": 1}) is None
     [posted] = receiver.at("/api/chat.postMessage")
     [update] = receiver.at("/api/chat.update")
     assert posted.headers["authorization"] == "Bearer xoxb-test" and posted.json()["channel"] == "C1"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.channel_kinds.base import card_url
-from activities.channel_kinds.webhook import sign
+from channels.base import card_url
+from channels.webhook import sign
 from config.settings import ConfigError, Settings
 from core.models import PolicyRules
 from core.notify_plan import plan_for

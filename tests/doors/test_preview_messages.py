@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from activities.channel_kinds.slack import slack_message
-from activities.channel_kinds.webhook import webhook_body
+from channels.slack import slack_message
+from channels.webhook import webhook_body
 from core.models import NotificationInput
 from core.previews import file_preview
 from core.why import EarlierDecision, why_for

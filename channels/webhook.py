@@ -11,13 +11,15 @@ import hashlib
 import hmac
 import json
 import time
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import httpx
+from pydantic import Field, model_validator
 
-from activities.channel_kinds.base import IDEMPOTENCY_HEADER, Channel, Sent
-from config.notify_section import ChannelConfig
+from channels.base import IDEMPOTENCY_HEADER, Channel, Sent, from_env
 from core.models import NotificationInput
+
+if TYPE_CHECKING:
+    import httpx
 
 SIGNATURE_HEADER = "X-Approvals-Signature"
 
@@ -58,12 +60,26 @@ def webhook_headers(notification: NotificationInput, secret: str, body: bytes) -
 
 
 class WebhookChannel(Channel):
+    """`kind = "webhook"` (a table without `kind` is one): a URL and the key that signs for it."""
+
+    kind: Literal["webhook"] = "webhook"
+    url: str | None = None
+    url_env: str | None = Field(default=None, description="the variable holding the URL")
+    secret: str | None = Field(default=None, description="the signing key; prefer secret_env")
+    secret_env: str | None = None
+
     name: ClassVar[str] = "webhook"
 
-    async def send(
-        self, http: httpx.AsyncClient, channel: ChannelConfig, notification: NotificationInput, link: str
-    ) -> Sent:
+    @model_validator(mode="after")
+    def _complete(self) -> WebhookChannel:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("a channel needs exactly one of url or url_env")
+        if (self.secret is None) == (self.secret_env is None):
+            raise ValueError("a webhook channel needs exactly one of secret or secret_env (its signing key)")
+        return self
+
+    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, link: str) -> Sent:
         body = webhook_body(notification, link)
-        headers = webhook_headers(notification, channel.resolved_secret(), body)
-        response = await http.post(channel.resolved_url(), content=body, headers=headers)
+        headers = webhook_headers(notification, self.secret or from_env(self.secret_env), body)
+        response = await http.post(self.url or from_env(self.url_env), content=body, headers=headers)
         return Sent(response.status_code)

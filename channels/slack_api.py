@@ -9,11 +9,10 @@ most refusals: that is a refusal too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from config.notify_section import ChannelConfig
+if TYPE_CHECKING:
+    import httpx
 
 RETRIED_ERRORS = {"ratelimited", "service_unavailable", "request_timeout", "internal_error", "fatal_error"}
 
@@ -31,9 +30,18 @@ class SlackAnswer:
         return self.status >= 500 or self.status == 429 or self.error in RETRIED_ERRORS
 
 
-async def call(http: httpx.AsyncClient, channel: ChannelConfig, method: str, body: dict[str, Any]) -> SlackAnswer:
-    url = f"{channel.resolved_url().rstrip('/')}/{method}"
-    headers = {"Authorization": f"Bearer {channel.resolved_token()}"}
+@dataclass(frozen=True)
+class WebApi:
+    """Where a bot token posts: the API's base URL, the token, and the channel id messages go to."""
+
+    base_url: str
+    token: str
+    slack_channel: str
+
+
+async def call(http: httpx.AsyncClient, api: WebApi, method: str, body: dict[str, Any]) -> SlackAnswer:
+    url = f"{api.base_url.rstrip('/')}/{method}"
+    headers = {"Authorization": f"Bearer {api.token}"}
     response = await http.post(url, json=body, headers=headers)
     try:
         answer = response.json()
@@ -46,11 +54,11 @@ async def call(http: httpx.AsyncClient, channel: ChannelConfig, method: str, bod
     return SlackAnswer(response.status_code, ok, error, answer.get("channel"), answer.get("ts"))
 
 
-async def post_message(http: httpx.AsyncClient, channel: ChannelConfig, message: dict[str, Any]) -> SlackAnswer:
-    return await call(http, channel, "chat.postMessage", {"channel": channel.slack_channel, **message})
+async def post_message(http: httpx.AsyncClient, api: WebApi, message: dict[str, Any]) -> SlackAnswer:
+    return await call(http, api, "chat.postMessage", {"channel": api.slack_channel, **message})
 
 
 async def update_message(
-    http: httpx.AsyncClient, channel: ChannelConfig, slack_channel: str, ts: str, message: dict[str, Any]
+    http: httpx.AsyncClient, api: WebApi, slack_channel: str, ts: str, message: dict[str, Any]
 ) -> SlackAnswer:
-    return await call(http, channel, "chat.update", {"channel": slack_channel, "ts": ts, **message})
+    return await call(http, api, "chat.update", {"channel": slack_channel, "ts": ts, **message})

@@ -1,14 +1,14 @@
 """A Slack message's shortened preview and reason: the summary, the first lines of the diff, the
 user's request and the assistant's words, each cut short with a pointer to the card for the rest.
 
-Every text is escaped for Slack (activities/slack_text.py) and cannot close its code block.
+Every text is escaped for Slack (channels/slack_text.py) and cannot close its code block.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from activities.slack_text import slack_safe
+from channels.slack_text import slack_safe
 from core.models import NotificationInput
 
 DIFF_LINES_SHOWN = 12
