@@ -1,23 +1,19 @@
-"""The built-in tools, confined to the workspace. Each returns the text the model will read.
+"""The built-in tools as the tool activity runs them, and the conversation state they are handed.
 
-Each implementation is checked at import against its spec in core.tool_specs (builtin_contract)."""
+Each tool's code is in its definition (core/builtin/), listed in core/tool_specs.py; this is the
+activity side's view of that registry, by name."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from activities.builtin_contract import check_builtin_tools
-from activities.file_tools import list_dir, read_file, write_file
-from activities.sandbox_run import run_sandboxed
 from activities.tool_text import MAX_RESULT_CHARS, truncate
 from activities.workspaces import Workspace
-from core.tool_specs import TOOL_SPECS
+from core.builtin.tool import Heartbeat, Run
+from core.tool_specs import BUILTINS
 
-__all__ = ["BUILTIN_TOOLS", "MAX_RESULT_CHARS", "KvStore", "Workspace", "truncate"]
-
-SHELL_TIMEOUT_SECONDS = 300.0
+__all__ = ["BUILTIN_TOOLS", "MAX_RESULT_CHARS", "Heartbeat", "KvStore", "ToolFunction", "Workspace", "truncate"]
 
 
 class KvStore:
@@ -36,40 +32,6 @@ class KvStore:
         self.changed = True
 
 
-Heartbeat = Callable[[], None]
+ToolFunction = Run
 
-
-async def run_shell(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Heartbeat) -> str:
-    """Runs in the sandbox; raises SandboxUnavailable (the command never runs) when none starts."""
-    argv = ["/bin/sh", "-c", args["command"]]
-    done = await run_sandboxed(
-        argv, ws.root, ws.sandbox, beat, SHELL_TIMEOUT_SECONDS, merge_stderr=True, ready=ws.ready
-    )
-    if done.returncode is None:
-        return f"Error: the command ran longer than {SHELL_TIMEOUT_SECONDS:g} seconds and was killed"
-    return truncate(f"exit code {done.returncode}\n{done.stdout.decode(errors='replace')}")
-
-
-async def kv_set(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Heartbeat) -> str:
-    kv.set(args["key"], args["value"])
-    return f"Remembered {args['key']}"
-
-
-async def kv_get(ws: Workspace, kv: KvStore, args: dict[str, Any], beat: Heartbeat) -> str:
-    if args["key"] not in kv.values:
-        return f"Nothing is remembered under {args['key']!r}"
-    return json.dumps(kv.values[args["key"]])
-
-
-ToolFunction = Callable[[Workspace, KvStore, dict[str, Any], Heartbeat], Awaitable[str]]
-
-BUILTIN_TOOLS: dict[str, ToolFunction] = {
-    "list_dir": list_dir,
-    "read_file": read_file,
-    "write_file": write_file,
-    "run_shell": run_shell,
-    "kv_set": kv_set,
-    "kv_get": kv_get,
-}
-
-check_builtin_tools(TOOL_SPECS, BUILTIN_TOOLS)  # at import: a spec without its implementation fails here
+BUILTIN_TOOLS: dict[str, ToolFunction] = {tool.name: tool.run for tool in BUILTINS}

@@ -1,11 +1,12 @@
 """The preview activity's work: what an asked call will change, computed where the call would run.
 
-A write_file preview reads the file it would replace as the tool would see it. A plain file (no
-link on its path, no `..`, on the workspace's filesystem, not hidden, owned by and open to the uid
+Which built-ins have a preview, and of what effect, their definitions say (core/builtin/). A file
+write's preview reads the file it would replace as the tool would see it. A plain file (no link
+on its path, no `..`, on the workspace's filesystem, not hidden, owned by and open to the uid
 tools run as) is read here, below the workspace's handle without following any link: the
 sandbox would show the very same bytes, and a launch per preview is most of its cost. Anything
-else is read in the sandbox, exactly as the tool would (activities/file_state.py). A run_shell
-preview and an MCP tool's hints need no reading at all. A preview that cannot be made says why in
+else is read in the sandbox, exactly as the tool would (activities/file_state.py). A shell
+command's preview and an MCP tool's hints need no reading at all. A preview that cannot be made says why in
 its note and binds nothing (no target hash): the card then shows the arguments alone.
 """
 
@@ -32,15 +33,19 @@ from core.previews import (
     unpack_content,
     unreadable_preview,
 )
-from core.tool_specs import InvalidToolCall
+from core.tool_specs import InvalidToolCall, builtin_tool
 
 
 async def preview_effect(ws: Workspace, request: PreviewInput, beat: Callable[[], None]) -> EffectPreview:
     args = request.arguments
-    if request.packed_content is not None:
-        args = {**args, "content": unpack_content(request.packed_content)}
-    if request.tool_name == "write_file":
-        path, after = str(args.get("path", "")), str(args.get("content", "")).encode()
+    tool = builtin_tool(request.tool_name)  # None for a Python or MCP tool: named "python:..", "mcp:.."
+    if tool is None or not tool.preview:
+        return tool_preview(request.annotations)
+    if tool.content is not None and request.packed_content is not None:
+        args = {**args, tool.content: unpack_content(request.packed_content)}
+    if tool.effect == "file_write":
+        path, text = tool.written(args)
+        after = text.encode()
         try:
             current = await _current(ws, path, beat)
         except (InvalidToolCall, SandboxUnavailable, ValueError, OSError) as err:
@@ -50,8 +55,8 @@ async def preview_effect(ws: Workspace, request: PreviewInput, beat: Callable[[]
                 update={"size_before": current.size}
             )
         return file_preview(path, current.data, after, target_hash=current.target_hash)
-    if request.tool_name == "run_shell":
-        return shell_preview(str(args.get("command", "")), request.rule)
+    if tool.effect == "shell":
+        return shell_preview(str(args.get(tool.main, "")), request.rule)
     return tool_preview(request.annotations)
 
 

@@ -15,8 +15,9 @@ from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
     # The same tool code as ours; passed through because it is never run inside the sandbox.
-    from activities.builtin_tools import KvStore, Workspace, run_shell
+    from activities.builtin_tools import KvStore, Workspace
     from activities.sandbox import SandboxPolicy
+    from core.builtin.run_shell import run as run_shell
 
 FLOOR_WORKFLOW = "BenchFloorWorkflow"
 FLOOR_ACTIVITY = "bench_floor_tool"

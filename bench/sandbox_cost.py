@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from activities.builtin_tools import KvStore, Workspace, run_shell
+from activities.builtin_tools import KvStore, Workspace
 from activities.sandbox import SandboxPolicy
 from bench.machine import describe_machine
 from bench.stats import summary_ms
+from core.builtin.run_shell import run as run_shell
 
 VARIANTS = {
     "off": SandboxPolicy(enabled=False),

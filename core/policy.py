@@ -29,7 +29,7 @@ _LEGACY_LEADING = re.compile(
 # taking effect. `ask` is for a narrower pattern a broader allow must not let through.
 DEFAULT_RULES = PolicyRules(
     mode="default",
-    allow=["list_dir", "read_file", "kv_get", "kv_set", "delegate"],
+    allow=["list_dir", "read_file", "file_info", "kv_get", "kv_set", "delegate"],
     ask=[],
     deny=["run_shell(rm -rf /*)", "run_shell(sudo *)", "write_file(.git/**)", "write_file(**/.git/**)"],
 )

@@ -1,86 +1,56 @@
-"""The built-in tools, defined once as registry entries; the checks live in core.tool_registry and
-core.tool_arguments."""
+"""The registry of built-in tools: one line per definition (core/builtin/), and what the rest reads
+from them: their specs by name, the catalog, and a tool looked up by name for its capabilities."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from core.models import PermissionType, ToolDef
+from core.builtin import file_info, kv_get, kv_set, list_dir, read_file, run_shell, write_file
+from core.builtin.tool import BuiltinTool
+from core.models import ToolDef
 from core.tool_registry import Catalog, InvalidToolCall, confined_path, main_argument_text
 
-__all__ = ["BUILTIN_CATALOG", "TOOL_SPECS", "InvalidToolCall", "confined_path", "main_argument_text"]
+__all__ = [
+    "BUILTINS",
+    "BUILTIN_CATALOG",
+    "TOOL_SPECS",
+    "UNDO_TOOL",
+    "BuiltinTool",
+    "InvalidToolCall",
+    "builtin_tool",
+    "confined_path",
+    "main_argument_text",
+]
 
-_PATH = {"type": "string", "description": "path relative to the workspace"}
+# The order the model sees them in.
+BUILTINS: tuple[BuiltinTool, ...] = (
+    list_dir.TOOL,
+    read_file.TOOL,
+    write_file.TOOL,
+    run_shell.TOOL,
+    kv_set.TOOL,
+    kv_get.TOOL,
+    file_info.TOOL,
+)
 
+_BY_NAME: dict[str, BuiltinTool] = {tool.name: tool for tool in BUILTINS}
+if len(_BY_NAME) != len(BUILTINS):
+    raise ValueError("two built-in tools share a name")
 
-def _builtin(
-    name: str,
-    description: str,
-    permission_type: PermissionType,
-    rule_argument: str,
-    properties: dict[str, dict[str, Any]],
-    **extra: Any,
-) -> ToolDef:
-    return ToolDef(
-        name=name,
-        description=description,
-        parameters={
-            "type": "object",
-            "properties": properties,
-            "required": list(properties),
-            "additionalProperties": False,
-        },
-        permission_type=permission_type,
-        rule_argument=rule_argument,
-        at_most_once=permission_type in ("write", "execute"),
-        **extra,
-    )
-
-
-TOOL_SPECS: dict[str, ToolDef] = {
-    tool.name: tool
-    for tool in (
-        _builtin(
-            "list_dir",
-            "List the entries of a workspace directory.",
-            "read",
-            "path",
-            {"path": _PATH},
-            path_arguments=["path"],
-        ),
-        _builtin(
-            "read_file",
-            "Read a text file from the workspace.",
-            "read",
-            "path",
-            {"path": _PATH},
-            path_arguments=["path"],
-        ),
-        _builtin(
-            "write_file",
-            "Write text to a workspace file, replacing it.",
-            "write",
-            "path",
-            {"path": _PATH, "content": {"type": "string"}},
-            path_arguments=["path"],
-        ),
-        _builtin(
-            "run_shell",
-            "Run a shell command with the workspace as its working directory.",
-            "execute",
-            "command",
-            {"command": {"type": "string"}},
-            splitter="shell",
-        ),
-        _builtin(
-            "kv_set",
-            "Remember a JSON value under a key for the rest of the conversation.",
-            "state",
-            "key",
-            {"key": {"type": "string"}, "value": {"description": "any JSON value"}},
-        ),
-        _builtin("kv_get", "Recall a value remembered with kv_set.", "state", "key", {"key": {"type": "string"}}),
-    )
-}
-
+TOOL_SPECS: dict[str, ToolDef] = {tool.name: tool.spec for tool in BUILTINS}
 BUILTIN_CATALOG = Catalog(TOOL_SPECS.values())
+
+
+def builtin_tool(name: str) -> BuiltinTool | None:
+    """The built-in tool of that name, for its capabilities; None for any other tool (no other
+    source may take a built-in's name: activities/python_tools.py, MCP's `mcp__` prefix)."""
+    return _BY_NAME.get(name)
+
+
+def _the_undo_tool() -> BuiltinTool:
+    undoable = [tool for tool in BUILTINS if tool.undo]
+    if len(undoable) != 1:
+        raise ValueError(f"an undo restores a file with the one undoable built-in; found {len(undoable)}")
+    return undoable[0]
+
+
+# An undo (workflows/undo.py) restores what an approved call replaced with a call of this tool.
+UNDO_TOOL = _the_undo_tool()

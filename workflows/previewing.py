@@ -2,9 +2,10 @@
 
 When a call is asked, an activity on the tool's host previews its effect (core/previews.py) and
 the workflow notes why the agent wants it (core/why.py); both go with the request to every door.
-An approved write_file carries the preview's target hash to its activity, which refuses to write
-over content the person did not see: that decision is recorded as stale and the same call is
-asked again under a new request id, with a fresh preview that says what changed.
+An approved call of a tool with a stale check (write_file; its definition says so, core/builtin/)
+carries the preview's target hash to its activity, which refuses to write over content the person
+did not see: that decision is recorded as stale and the same call is asked again under a new
+request id, with a fresh preview that says what changed.
 """
 
 from __future__ import annotations
@@ -23,20 +24,21 @@ with workflow.unsafe.imports_passed_through():
     from core.policy import asking_rule
     from core.previews import EffectPreview, changed_note, dry_run_argument, pack_content
     from core.tool_registry import main_argument_text
+    from core.tool_specs import builtin_tool
     from core.why import EarlierDecision, WhyContext, why_for
     from workflows import activity_calls as calls
 
-# Histories from before previews open requests without one and write files unchecked.
 MAX_REASKS = 5  # a target that keeps changing: after this many re-asks the call is not run
 
 
 def packed(request: PreviewInput) -> PreviewInput:
     """A write's content packed, for the local activity only: it never leaves this worker's code, so no
     other release ever reads a request in this form (one on a host's queue carries the content as is)."""
-    content = request.arguments.get("content")
-    if request.tool_name != "write_file" or not isinstance(content, str):
+    tool = builtin_tool(request.tool_name)
+    if tool is None or tool.content is None or not isinstance(request.arguments.get(tool.content), str):
         return request
-    rest = {name: value for name, value in request.arguments.items() if name != "content"}
+    content = request.arguments[tool.content]
+    rest = {name: value for name, value in request.arguments.items() if name != tool.content}
     return request.model_copy(update={"arguments": rest, "packed_content": pack_content(content)})
 
 
@@ -63,7 +65,8 @@ class Previewer:
         """The call's preview, read on its host; None when this is not a call with one (a subagent)."""
         if tool.source == "subagent":
             return None
-        shell = tool.name == "run_shell"
+        builtin = builtin_tool(tool.name)
+        shell = builtin is not None and builtin.effect == "shell"  # its preview names the rule that asked
         rule = asking_rule(self._policy, tool, main_argument_text(tool, arguments)) if shell else None
         request = PreviewInput(
             conversation_id=self._conversation_id,
@@ -118,7 +121,8 @@ class Previewer:
     @staticmethod
     def target_hash(record: ApprovalRecord | None, tool_name: str) -> str | None:
         """What the write must still find: the hash the person's preview read."""
-        if record is None or record.preview is None or tool_name != "write_file":
+        tool = builtin_tool(tool_name)
+        if record is None or record.preview is None or tool is None or not tool.stale_check:
             return None
         return record.preview.target_hash
 

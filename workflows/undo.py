@@ -20,24 +20,15 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvers import approvers_for, required_for
+    from core.contract import ERROR_UNDO_REFUSED, UPDATE_UNDO
     from core.models import ApprovalRecord, ChatMessage, TurnStatus, request_id_for
-    from core.tool_specs import BUILTIN_CATALOG
-    from core.undo import (
-        ERROR_UNDO_REFUSED,
-        UNDO_CALL_PREFIX,
-        UPDATE_UNDO,
-        PrepareUndoInput,
-        UndoInput,
-        UndoResult,
-        undo_note,
-    )
+    from core.tool_specs import UNDO_TOOL
+    from core.undo import UNDO_CALL_PREFIX, PrepareUndoInput, UndoInput, UndoResult, undo_note
     from core.why import WhyContext
     from workflows import activity_calls as calls
     from workflows.tool_runner import ToolContext, ToolRunner
 
 __all__ = ["UPDATE_UNDO", "UndoInput", "UndoResult", "Undoer"]
-
-# Histories from before undo never received one; the handler refuses it on a run without the patch.
 
 
 class Undoer:
@@ -68,8 +59,8 @@ class Undoer:
             call_id = f"{base}_{n}"
         self._runner.used_ids.add(call_id)
         now = workflow.now()
-        spec = BUILTIN_CATALOG.tools["write_file"]
-        arguments = {"path": plan.path, "content": plan.content}
+        spec = UNDO_TOOL.spec  # the undoable tool's own call restores the file
+        arguments = UNDO_TOOL.writing(plan.path, plan.content)
         record = ApprovalRecord(
             request_id=request_id_for(ctx.conversation_id, call_id),
             conversation_id=ctx.conversation_id,
@@ -83,7 +74,7 @@ class Undoer:
             tool_hash=spec.definition_hash(),
             preview=plan.preview,
             why=WhyContext(user_message=f"{undo.by or 'a person'} asked to undo {undo.request_id}"),
-            approvers=approvers_for(ctx.policy, spec, arguments),  # the write_file rules decide who may approve
+            approvers=approvers_for(ctx.policy, spec, arguments),  # that tool's rules decide who may approve
             required=required_for(ctx.policy, spec, arguments),
         )
         ctx.book.open(record)
@@ -97,7 +88,7 @@ class Undoer:
             result = await self._runner.run_asked(record)
             await watcher
             if result is not None and not result.is_error and result.stale_target is None:
-                path = str(record.arguments["path"])
+                path, _ = UNDO_TOOL.written(record.arguments)
                 self._ctx.append_message(
                     ChatMessage(role="system", content=undo_note(record.decided_by, original, path))
                 )

@@ -133,7 +133,12 @@ async def test_a_3_gib_sparse_file_is_refused_unread_and_the_worker_stays_small(
 
 @pytest.mark.parametrize(
     ("tool", "args"),
-    [("read_file", {"path": "a.txt"}), ("write_file", {"path": "b.txt", "content": "x"}), ("list_dir", {"path": "."})],
+    [
+        ("read_file", {"path": "a.txt"}),
+        ("write_file", {"path": "b.txt", "content": "x"}),
+        ("list_dir", {"path": "."}),
+        ("file_info", {"path": "a.txt"}),
+    ],
 )
 def test_with_no_sandbox_to_start_the_file_tools_do_nothing(tmp_path: Path, tool: str, args: dict[str, str]) -> None:
     """Fail closed like run_shell: no launcher starts here, so nothing is read, listed or written."""

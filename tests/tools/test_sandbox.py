@@ -17,10 +17,11 @@ import pytest
 from temporalio.client import Client
 
 from activities import sandbox
-from activities.builtin_tools import KvStore, Workspace, run_shell
+from activities.builtin_tools import KvStore, Workspace
 from activities.sandbox import SandboxPolicy, SandboxUnavailable, sandboxed_launch
 from activities.sandbox_identity import worker_is_root
 from config.settings import ConfigError, Settings
+from core.builtin.run_shell import run as run_shell
 from core.models import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from activities.builtin_tools import KvStore, run_shell, write_file
+from activities.builtin_tools import KvStore
 from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
 from activities.workspaces import CONVERSATIONS_DIR, SHARED_DIR, Workspace, adopt_shared_files, workspace_for
 from config.tools_section import McpServerConfig
+from core.builtin.run_shell import run as run_shell
+from core.builtin.write_file import run as write_file
 
 
 def test_files_left_at_the_top_move_into_the_shared_directory_once(tmp_path: Path) -> None:

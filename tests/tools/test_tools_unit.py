@@ -72,7 +72,7 @@ def test_kv_accepts_json_and_refuses_the_rest() -> None:
 
 
 def test_shell_timeout_kills_the_whole_process_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("activities.builtin_tools.SHELL_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr("core.builtin.run_shell.SHELL_TIMEOUT_SECONDS", 0.5)
     result = run("run_shell", Workspace(tmp_path), {"command": "(sleep 2; echo late > late.txt) & wait"})
     assert "ran longer than 0.5 seconds" in result
     time.sleep(2.5)  # past the moment the child would have written

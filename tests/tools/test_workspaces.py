@@ -11,7 +11,8 @@ from temporalio.client import Client
 
 from activities.workspaces import workspace_for
 from config.settings import Settings
-from core.models import WORKFLOW_TYPE, ConversationInput, PolicyRules
+from core.contract import WORKFLOW_TYPE
+from core.models import ConversationInput, PolicyRules
 from demo_model.server import text_reply, tool_reply
 from doors.control import new_conversation_id, send_message, start_conversation
 from tests.conftest import HistoryRecorder
