@@ -11,7 +11,7 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
+from activities.builtin_tools import KvStore, Workspace
 from activities.file_state import TargetChanged, write_if_unchanged
 from activities.ledger import Claim, Ledger, unknown_outcome_result
 from activities.mcp_elicitation import Asker
@@ -28,7 +28,7 @@ from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.hosts import EVENT_NOT_SAVED, WorkspaceRestored, WorkspaceSaved
 from core.models import ListToolsInput, PreviewInput, ProjectionEvent, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
-from core.tool_specs import TOOL_SPECS, InvalidToolCall
+from core.tool_specs import TOOL_SPECS, InvalidToolCall, builtin_tool
 from core.undo import PrepareUndoInput, UndoPlan
 from storage.previous_content import PreviousContent
 from storage.store import ProjectionStore
@@ -40,6 +40,7 @@ from workflows.activity_calls import (
     PREVIEW_EFFECT,
     RUN_PYTHON_TOOL,
 )
+from workflows.approved_calls import write_carried
 
 
 class ToolActivities:
@@ -111,33 +112,39 @@ class ToolActivities:
     async def execute_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
-        beside = ToolStartWrites()
-        if request.resolved is not None:  # off the tool's path: see ToolStartWrites
-            beside.add(lambda: self._write_resolution(request))
-        return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin, beside)
+        return await self._once(request, TOOL_SPECS[request.tool_name], self._run_builtin, self._beside(request))
 
     @activity.defn(name=RUN_PYTHON_TOOL)
     async def run_python_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
-        await self._write_resolution(request)
-        tool = _definition(request)
-        found = self.sources.python.get(tool.name)
-        if found is None:
-            return ToolResult(content=f"Error: this worker has no Python tool {tool.name!r}", is_error=True)
-        entry = found[1]
+        beside = self._beside(request)
+        try:
+            tool = _definition(request)
+            found = self.sources.python.get(tool.name)
+            if found is None:
+                return ToolResult(content=f"Error: this worker has no Python tool {tool.name!r}", is_error=True)
+            entry = found[1]
 
-        async def run(r: ToolRequest, beat: Callable[[], None], ready: Ready) -> ToolResult:
-            await ready()
-            return await run_python_tool(entry, r.arguments, beat)
+            async def run(r: ToolRequest, beat: Callable[[], None], ready: Ready) -> ToolResult:
+                await ready()
+                return await run_python_tool(entry, r.arguments, beat)
 
-        return await self._once(request, tool, run)
+            return await self._once(request, tool, run, beside)
+        finally:
+            await beside.finish()
 
     @activity.defn(name=CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: ToolRequest) -> ToolResult:
         if self._elsewhere(request):
             return WRONG_HOST
-        await self._write_resolution(request)
+        beside = self._beside(request)
+        try:
+            return await self._call_mcp_tool(request, beside)
+        finally:
+            await beside.finish()
+
+    async def _call_mcp_tool(self, request: ToolRequest, beside: ToolStartWrites) -> ToolResult:
         tool = _definition(request)
         # The instance of the server for this request's workspace (each workspace has its own).
         if tool.origin not in self.sources.mcp.configs:
@@ -148,6 +155,7 @@ class ToolActivities:
             try:
                 await connection.client()
             except SandboxUnavailable as err:
+                await beside.finish()  # the resolution before the execution state it explains
                 activity.logger.error("not running %s: %s", request.request_id, err)
                 if tool.at_most_once:  # shown as a built-in that could not start is
                     await self._projection.mark_execution(request.request_id, "failed")
@@ -158,13 +166,15 @@ class ToolActivities:
                 await ready()
                 return await connection.call(tool, r.arguments, beat, asker)
 
-            return await self._once(request, tool, run)
+            return await self._once(request, tool, run, beside)
 
-    async def _write_resolution(self, request: ToolRequest) -> None:
-        """An approved call carries its approval's resolution: mirrored before anything else, so
-        nothing that follows (a server that cannot start, the ledger) can leave it unwritten."""
+    def _beside(self, request: ToolRequest) -> ToolStartWrites:
+        """The writes that go beside this call's tool: its approval's resolution, when it carries
+        one (workflows/approved_calls.py), written whatever the tool does."""
+        beside = ToolStartWrites()
         if request.resolved is not None:
-            await self._projection.project_approval_resolved(request.resolved)
+            beside.add(lambda: write_carried(request, self._projection))
+        return beside
 
     def _elsewhere(self, request: ToolRequest) -> bool:
         """The request names another host (see workflows/tool_dispatch.py): nothing may run here."""
@@ -181,8 +191,8 @@ class ToolActivities:
         moved here from another host restores the workspace first; a tool that may write saves it
         after, before its result is recorded (activities/workspace_saves.py)."""
         beside = beside or ToolStartWrites()
-        restored = await self._restore(request)
         try:
+            restored = await self._restore(request)
             async with telling_when_long(request):
                 result = await self._once_beside(request, tool, run, beside)
         finally:
@@ -301,13 +311,17 @@ class ToolActivities:
         # directory by the request's workspace key (the conversation's, or its parent's).
         workspace = self._workspace(request.workspace, request.network, ready)
         try:
-            if request.tool_name == "write_file" and request.target_hash is not None:
-                path, data = request.arguments["path"], request.arguments["content"].encode()
+            tool = builtin_tool(request.tool_name)
+            assert tool is not None  # execute_tool runs built-ins only (TOOL_SPECS above)
+            if tool.stale_check and request.target_hash is not None:
+                path, text = tool.written(request.arguments)
+                data = text.encode()
                 written = await write_if_unchanged(workspace, path, data, request.target_hash, beat)
-                await self._keep_previous(request, written.previous, data)
+                if tool.undo:
+                    await self._keep_previous(request, written.previous, data)
                 content = written.message
             else:
-                content = await BUILTIN_TOOLS[request.tool_name](workspace, kv, request.arguments, beat)
+                content = await tool.run(workspace, kv, request.arguments, beat)
         except TargetChanged as err:
             activity.logger.warning("not running %s: %s", request.request_id, err)
             return ToolResult(content=f"Not run: {err}.", stale_target=err.now_hash)

@@ -23,10 +23,10 @@ with workflow.unsafe.imports_passed_through():
 
     from core.approvals import ApprovalBook
     from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
+    from core.contract import ERROR_INVALID_REQUEST, QUERY_GET_STATE
     from core.edits import EditDesk
     from core.ids import InvalidConversationId, check_conversation_id
     from core.models import (
-        QUERY_GET_STATE,
         ApprovalRecord,
         ApprovalRequestedProjection,
         ConversationState,
@@ -42,14 +42,12 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_specs import TOOL_SPECS
     from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult
     from workflows import activity_calls as calls
+    from workflows.approved_calls import ResolutionMirror
     from workflows.before_asking import AskedCall, BeforeAsking
     from workflows.decision_handlers import DecisionHandlers
     from workflows.notify_outbox import NotificationOutbox
     from workflows.reminders import RequestTimers
-    from workflows.resolutions import ResolutionMirror
     from workflows.status import StatusKeeper
-
-ERROR_INVALID_REQUEST = "InvalidApprovalRequest"
 
 
 @workflow.defn(name=APPROVAL_REQUEST_WORKFLOW)

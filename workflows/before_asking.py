@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from core.models import ApprovalRecord, DecisionInput, PolicyRules, ToolDef, arguments_hash
     from core.tool_registry import main_argument_text
     from workflows import activity_calls as calls
-    from workflows.resolutions import ResolutionMirror
+    from workflows.approved_calls import ResolutionMirror
 
 
 @dataclass

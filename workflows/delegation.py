@@ -25,10 +25,8 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
+    from core.contract import SIGNAL_CLOSE, WORKFLOW_TYPE
     from core.models import (
-        SIGNAL_CLOSE,
-        WORKFLOW_TYPE,
-        ApprovalResolvedProjection,
         ChatMessage,
         CloseInput,
         ConversationInput,
@@ -40,12 +38,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from core.subagent_policy import narrow
     from core.tool_registry import Catalog
-    from workflows import activity_calls as calls
+    from workflows.approved_calls import canceled_with_conversation
     from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY, StatusKeeper
     from workflows.workspace_choice import carried_workspace
 
 DELEGATE = "delegate"
-# Starting a child adds commands; the marker says so in every history that delegated.
 SUBAGENT_PROMPT = (
     "You are a subagent: you do one task for another assistant and answer it with a short report. "
     "Tools that change things need a person's approval; when a call is denied or expires, say so."
@@ -214,10 +211,7 @@ async def close_after_cancel(close: Callable[[], None], book: ApprovalBook, stat
     waiting = book.pending()
     close()
     for record in waiting:
-        resolved = status.event("permission.resolved", record.request_id, {"request_id": record.request_id})
-        await calls.project(
-            ApprovalResolvedProjection(approval=record, conversation=status.snapshot("closed", [], [resolved]))
-        )
+        await canceled_with_conversation(record, status)
     await status.set("closed", [], event="conversation.closed", key="closed")
 
 

@@ -14,7 +14,7 @@ takes the same path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
@@ -25,15 +25,18 @@ with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.host_moves import HostKeeper
 
-# Histories from before this choice send every pinned tool to the host's queue directly.
-
 
 async def run_pinned(
-    request: ToolRequest, source: str, summary: str, hosts: HostKeeper, detour: Callable[[], None] | None = None
+    request: ToolRequest,
+    source: str,
+    summary: str,
+    hosts: HostKeeper,
+    detour: Callable[[ToolRequest], Awaitable[ToolRequest]] | None = None,
 ) -> ToolResult:
     """Run one tool call on the conversation's host (none chosen: on any worker of the shared
-    queue), moving to another host when its own is gone (host_moves.py). `detour` is called when
-    the call goes round by its host's queue, where it may wait for the host."""
+    queue), moving to another host when its own is gone (host_moves.py). `detour` is called once
+    when the call goes round by its host's queue, where it may wait for the host, and gives the
+    request to send there (workflows/approved_calls.py)."""
     host_queue = await hosts.queue_now()
     if host_queue is None:
         return await calls.run_tool(request, source, summary)
@@ -46,11 +49,7 @@ async def run_pinned(
             if not here.wrong_host:
                 return _told(here, hosts)
             if detour is not None:
-                detour()
-                detour = None
-            if request.resolved is not None:  # the host may be down a while: show the decision now
-                await calls.project(request.resolved)
-                request = request.model_copy(update={"resolved": None})
+                request, detour = await detour(request), None
         on_host = f"{summary} (on its host)" if eager else summary
         outcome = await hosts.run_on_queue(request, source, on_host, host_queue)
         if isinstance(outcome, ToolResult):

@@ -42,19 +42,15 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, main_argument_text
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
+    from workflows.approved_calls import ApprovedCalls, ResolutionMirror
     from workflows.before_asking import AskedCall, BeforeAsking
     from workflows.call_judgement import CallJudge, CallPlan, shadow_differences
     from workflows.host_moves import HostKeeper
     from workflows.notify_outbox import NotificationOutbox
     from workflows.previewing import MAX_REASKS, Previewer
     from workflows.reminders import RequestTimers
-    from workflows.resolutions import ResolutionMirror
     from workflows.shadow_rules import ShadowRules
     from workflows.status import StatusKeeper
-    from workflows.tool_dispatch import run_pinned
-
-# Turns list their tools with an activity; histories recorded before that offer the built-ins.
-# Approver rules outrank auto-approve and always-allow; histories from before let those lift them.
 
 
 @dataclass
@@ -98,6 +94,7 @@ class ToolRunner:
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
         self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
+        self.approved = ApprovedCalls(self._resolutions, context.status, context.hosts)
         self._shadow = ShadowRules(context.shadow_policy, context.status, context.book.pending)
         self._judge = CallJudge(
             context.policy,
@@ -125,8 +122,6 @@ class ToolRunner:
             context.parent_task,
         )
         self._reask_watchers: list[asyncio.Future[None]] = []
-        # The timers decisions ended, cancelled with the tool's result (RequestTimers' `keep`).
-        self._decided_timers: list[asyncio.Future[None]] = []
         # Edits are checked against the tools of the turn that asked; markers only outside validators.
         enabled = lambda: workflow.patched(patches.EDIT_BEFORE_APPROVING)  # noqa: E731
         context.book.edits = EditDesk(context.policy, context.started_by, lambda name: self._catalog.get(name), enabled)
@@ -215,7 +210,7 @@ class ToolRunner:
             await self._settle(turn_id, plan)
         await asyncio.gather(*watchers, *self._reask_watchers)
         self._reask_watchers = []
-        self._cancel_decided_timers()  # a call decided but not run (the conversation closed first)
+        self.approved.cancel_decided_timers()  # a call decided but not run (the conversation closed first)
 
     async def _judge_before_asking(self, turn_id: str, plans: list[CallPlan]) -> None:
         """Asked calls a grant or the pre-screen decides are settled in their turn (before_asking.py)."""
@@ -296,7 +291,7 @@ class ToolRunner:
         again = await self._previews.reask(stale, plan.call.id, attempt, plan.spec)
         self.used_ids.add(again.tool_call_id)
         self._ctx.book.open(again)
-        await calls.project(self._resolutions.payload(stale))
+        await self._resolutions.mirror_again(stale)
         self._reask_watchers.append(asyncio.ensure_future(self._watch(again)))
         return again
 
@@ -337,13 +332,13 @@ class ToolRunner:
         await _decided(record)
         spec = BUILTIN_CATALOG.tools.get(record.tool_name)
         if record.resolution not in APPROVED_RESOLUTIONS or spec is None or self._ctx.is_closed():
-            self._cancel_decided_timers()
+            self.approved.cancel_decided_timers()
             return None
         call = ToolCall(id=record.tool_call_id, name=record.tool_name, arguments="{}")
         result = await self._execute(record.turn_id, call, spec, record.edited_arguments or record.arguments, record)
         if result.stale_target is not None:  # changed again since the undo was asked: not run
             record.resolution, record.reason = "stale", "the file changed after the undo was asked; not run"
-            await calls.project(self._resolutions.payload(record))
+            await self._resolutions.mirror_again(record)
         return result
 
     async def _watch(self, record: ApprovalRecord) -> None:
@@ -365,7 +360,7 @@ class ToolRunner:
             expire=lambda: book.expire(record.request_id, workflow.now(), ctx.approval_timeout_seconds),
             changed=lambda what: calls.project_approval_changed(record, what),
             outbox=ctx.outbox,
-            keep=lambda timer: self._keep_timer(record, timer),
+            keep=lambda timer: self.approved.keep_timer(record, timer),
         ).wait()
         await self._resolutions.mirror(record)
 
@@ -380,8 +375,7 @@ class ToolRunner:
         ctx = self._ctx
         if spec.source == "subagent" and ctx.delegate is not None:  # a child conversation, no activity
             return await ctx.delegate(call, arguments)
-        resolved = self._resolutions.carry(record, tool_waits=self._lock.locked())
-        catch_up = ctx.status.tool_tells_after() if resolved is not None else None
+        main_argument = main_argument_text(spec, arguments)
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
             turn_id=turn_id,
@@ -391,41 +385,17 @@ class ToolRunner:
             arguments=arguments,
             kv=ctx.get_kv(),
             tool=None if spec.source == "builtin" else spec,
-            network=network_allowed(ctx.policy, spec, main_argument_text(spec, arguments)),
-            resolved=resolved,
+            network=network_allowed(ctx.policy, spec, main_argument),
             workspace=ctx.workspace(),
             target_hash=Previewer.target_hash(record, spec.name),
-            status_catch_up_seconds=catch_up,
         )
-        summary = f"{spec.name}: {main_argument_text(spec, arguments)[:80]}"
+        tool_waits = self._lock.locked()
         async with self._lock:
-            try:
-                # A held status the tool would signal for is published once the call may wait for its host.
-                detour = ctx.status.catch_up if catch_up is not None else None
-                result = await run_pinned(request, spec.source, summary, ctx.hosts, detour)
-            except ActivityError as err:
-                cause = err.__cause__ or err
-                result = ToolResult(content=f"Error: the tool failed: {cause}", is_error=True)
-                if resolved is not None:  # its activity may have failed before writing it
-                    await calls.project(resolved)
-        ctx.status.catch_up()  # a decision's status, held while its tool started (workflows/status.py)
-        self._cancel_decided_timers()
+            summary = f"{spec.name}: {main_argument[:80]}"
+            result = await self.approved.run(request, record, spec.source, summary, tool_waits)
         if result.kv is not None:
             ctx.set_kv(result.kv)
         return result
-
-    def _keep_timer(self, record: ApprovalRecord, timer: asyncio.Future[None]) -> None:
-        """The timer a decision ended: an approved call's is cancelled with its tool's result, off
-        the deciding workflow task (where its command would delay the tool); any other's at once."""
-        if record.resolution in APPROVED_RESOLUTIONS:
-            self._decided_timers.append(timer)
-        else:
-            timer.cancel()
-
-    def _cancel_decided_timers(self) -> None:
-        for timer in self._decided_timers:
-            timer.cancel()
-        self._decided_timers = []
 
     def _record(self, call: ToolCall, content: str) -> None:
         self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
