@@ -30,6 +30,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vulture
 	$(BIN)/mypy .
 
 # Tests run in parallel processes (pytest-xdist), each with its own Temporal dev server; a process

@@ -10,6 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.ledger import Ledger
+from core.contract import ERROR_NOT_APPROVED
 from core.models import APPROVED_RESOLUTIONS, ToolResult
 from durable_approvals.types import (
     APPROVED_EFFECT_BEGIN,
@@ -19,8 +20,6 @@ from durable_approvals.types import (
     EffectFinishInput,
 )
 from storage.store import ProjectionStore
-
-ERROR_NOT_APPROVED = "NotApproved"
 
 
 def _key(request_id: str) -> str:

@@ -18,7 +18,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import CONVERSATIONS_DIR, SHARED_DIR
-from core.hosts import SIGNAL_HOST_LEFT, HostLeft
+from core.contract import SIGNAL_HOST_LEFT
+from core.hosts import HostLeft
 from storage.store import ProjectionStore
 
 logger = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.stream_publisher import DeltaPublisher, DeltaSink
+from core.contract import ERROR_LLM_EMPTY_RESPONSE
 from core.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 from workflows.activity_calls import CALL_LLM
 
@@ -60,7 +61,7 @@ def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 def completion_reply(completion: ChatCompletion) -> LlmReply:
     if not completion.choices:
-        raise ApplicationError("the model returned no choices", type="LlmEmptyResponse")
+        raise ApplicationError("the model returned no choices", type=ERROR_LLM_EMPTY_RESPONSE)
     message = completion.choices[0].message
     tool_calls = [
         ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")

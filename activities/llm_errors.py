@@ -4,16 +4,35 @@ A timeout says how long it waited, a refused connection names the address, an HT
 status and the server's own message. A context-window error is told apart from any other refusal:
 OpenAI answers 400 with the code `context_length_exceeded`; other servers say it in words (vLLM,
 llama.cpp, Ollama, Azure, Anthropic- and Gemini-compatible endpoints) or answer 413.
+
+Temporal owns the retries (the client has max_retries=0), so the server's own hints reach its retry
+policy here: `retry-after-ms` or `retry-after` (seconds or an HTTP date) become the error's
+`next_retry_delay`, capped at MAX_RETRY_DELAY; `x-should-retry: false` makes it non-retryable and
+`x-should-retry: true` retryable, whatever the status says (as the openai client itself would judge
+it with retries on).
 """
 
 from __future__ import annotations
 
+import email.utils
+import math
 import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 
 import openai
 from temporalio.exceptions import ApplicationError
 
-from workflows.activity_calls import ERROR_CONTEXT_WINDOW
+from core.contract import (
+    ERROR_CONTEXT_WINDOW,
+    ERROR_LLM_AUTHENTICATION,
+    ERROR_LLM_BAD_REQUEST,
+    ERROR_LLM_ERROR,
+    ERROR_LLM_RATE_LIMITED,
+    ERROR_LLM_SERVER_ERROR,
+    ERROR_LLM_TIMEOUT,
+    ERROR_LLM_UNREACHABLE,
+)
 
 CONTEXT_ERROR_CODES = frozenset(
     {"context_length_exceeded", "string_above_max_length", "exceed_context_size_error", "context_window_exceeded"}
@@ -29,6 +48,9 @@ _CONTEXT_PHRASES = re.compile(
     re.IGNORECASE,
 )
 SERVER_MESSAGE_CHARS = 500
+# The longest wait a server's retry hint may ask for: past it the retry policy's attempts go on at
+# this pace, so a server that asks for an hour cannot park a turn for hours.
+MAX_RETRY_DELAY = timedelta(seconds=60)
 
 
 def is_context_window_error(status: int | None, code: str | None, message: str) -> bool:
@@ -50,6 +72,58 @@ def server_message(err: openai.APIStatusError) -> str:
     return text[:SERVER_MESSAGE_CHARS]
 
 
+def _seconds(value: str | None, scale: float = 1.0) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number * scale if math.isfinite(number) else None
+
+
+def _seconds_until(http_date: str, now: datetime) -> float | None:
+    try:
+        when = email.utils.parsedate_to_datetime(http_date)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - now).total_seconds()
+
+
+def retry_hint(headers: Mapping[str, str], now: datetime | None = None) -> timedelta | None:
+    """How long the server asks to wait before the next attempt: `retry-after-ms`, else
+    `retry-after` in seconds or as an HTTP date, capped at MAX_RETRY_DELAY. None when it asks
+    nothing usable (no header, no number, a date already past): the retry policy's own interval."""
+    seconds = _seconds(headers.get("retry-after-ms"), scale=0.001)
+    if seconds is None and (after := headers.get("retry-after")) is not None:
+        seconds = _seconds(after)
+        if seconds is None:
+            seconds = _seconds_until(after, now or datetime.now(UTC))
+    if seconds is None or seconds <= 0:
+        return None
+    return min(timedelta(seconds=seconds), MAX_RETRY_DELAY)
+
+
+def should_retry(headers: Mapping[str, str]) -> bool | None:
+    """The server's `x-should-retry`: True or False when it says, None when it does not."""
+    said = (headers.get("x-should-retry") or "").strip().lower()
+    return {"true": True, "false": False}.get(said)
+
+
+def _by_status(err: openai.APIStatusError, said: str) -> tuple[str, str, bool]:
+    """The type, message and retryability the status alone gives. Refusals a retry cannot heal
+    are named so the retry policy stops at once (LLM_RETRY's non-retryable types)."""
+    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
+        return ERROR_LLM_AUTHENTICATION, f"the model refused the credentials: {said}", False
+    if isinstance(err, openai.BadRequestError | openai.NotFoundError | openai.UnprocessableEntityError):
+        return ERROR_LLM_BAD_REQUEST, f"the model rejected the request: {said}", False
+    if err.status_code == 429:
+        return ERROR_LLM_RATE_LIMITED, said, True
+    return ERROR_LLM_SERVER_ERROR, said, True
+
+
 def _refused(err: BaseException) -> bool:
     seen: BaseException | None = err
     while seen is not None:
@@ -63,14 +137,16 @@ def model_failure(err: openai.APIError, base_url: str, timeout: float) -> Applic
     """The activity's error for a failed request; raise it `from None`, so this message is the
     innermost one (the workflow records the innermost cause)."""
     if isinstance(err, openai.APITimeoutError):
-        return ApplicationError(f"request timed out after {timeout:g} s", type="LlmTimeout")
+        return ApplicationError(f"request timed out after {timeout:g} s", type=ERROR_LLM_TIMEOUT)
     if isinstance(err, openai.APIConnectionError):
         if _refused(err):
-            return ApplicationError(f"connection refused ({base_url})", type="LlmUnreachable")
+            return ApplicationError(f"connection refused ({base_url})", type=ERROR_LLM_UNREACHABLE)
         cause = err.__cause__ or err.__context__
-        return ApplicationError(f"could not reach the model server ({base_url}): {cause or err}", type="LlmUnreachable")
+        return ApplicationError(
+            f"could not reach the model server ({base_url}): {cause or err}", type=ERROR_LLM_UNREACHABLE
+        )
     if not isinstance(err, openai.APIStatusError):
-        return ApplicationError(f"the model call failed: {err}", type="LlmError")
+        return ApplicationError(f"the model call failed: {err}", type=ERROR_LLM_ERROR)
     said = f"HTTP {err.status_code} from the model server: {server_message(err)}"
     if is_context_window_error(err.status_code, err.code, str(err.message)):
         return ApplicationError(
@@ -78,11 +154,13 @@ def model_failure(err: openai.APIError, base_url: str, timeout: float) -> Applic
             type=ERROR_CONTEXT_WINDOW,
             non_retryable=True,
         )
-    # Refusals a retry cannot heal, named so the retry policy stops at once.
-    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
-        return ApplicationError(
-            f"the model refused the credentials: {said}", type="LlmAuthentication", non_retryable=True
-        )
-    if isinstance(err, openai.BadRequestError | openai.NotFoundError | openai.UnprocessableEntityError):
-        return ApplicationError(f"the model rejected the request: {said}", type="LlmBadRequest", non_retryable=True)
-    return ApplicationError(said, type="LlmServerError")
+    error_type, message, retryable = _by_status(err, said)
+    asked = should_retry(err.response.headers)
+    if asked is False and retryable:
+        return ApplicationError(f"{message} (the server says not to retry)", type=error_type, non_retryable=True)
+    if asked is True and not retryable:
+        # The server says a retry can heal it: a type the retry policy does not stop at.
+        error_type, message = ERROR_LLM_SERVER_ERROR, f"{said} (the server asks for a retry)"
+    elif not retryable:
+        return ApplicationError(message, type=error_type, non_retryable=True)
+    return ApplicationError(message, type=error_type, next_retry_delay=retry_hint(err.response.headers))

@@ -18,9 +18,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from temporalio.exceptions import ApplicationError
 
 from activities.stream_publisher import DeltaPublisher
+from core.contract import ERROR_LLM_STREAM_CUT
 from core.models import LlmReply, TokenUsage, ToolCall
 
-ERROR_STREAM_CUT = "LlmStreamCut"
 EVENT_STREAM = "text/event-stream"
 
 
@@ -104,7 +104,7 @@ async def streamed_reply(
     if not chunks:
         raise NotAStream("it answered a stream request with no `data:` line")
     if reply.finish_reason is None:
-        raise ApplicationError("the model's stream ended before the reply was finished", type=ERROR_STREAM_CUT)
+        raise ApplicationError("the model's stream ended before the reply was finished", type=ERROR_LLM_STREAM_CUT)
     if publisher is not None:
         await publisher.finish()
     return reply.reply()

@@ -242,12 +242,6 @@ def _probe(name: str, binary: str, policy: SandboxPolicy, environ: Mapping[str, 
     return None
 
 
-def choose_launcher(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The first launcher that starts here, as (name, binary); SandboxUnavailable says why none did."""
-    name, binary, _ = _choose(policy, os.environ if environ is None else environ)
-    return name, binary
-
-
 # The launcher and mode each policy's choice settled on (see _choose), by what the choice depends on.
 _chosen: dict[tuple[str, int, int, str, tuple[str, ...]], tuple[str, str, str]] = {}
 

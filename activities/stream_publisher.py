@@ -45,7 +45,6 @@ class DeltaPublisher:
         self._offset = 0
         self._seq = 0
         self._last: float | None = None
-        self.events_written = 0
 
     async def start(self) -> None:
         """A retried call says so before its first piece, so a reader drops the old attempt's text now."""
@@ -89,6 +88,5 @@ class DeltaPublisher:
         )
         try:
             await self._sink.append_stream_event(event)
-            self.events_written += 1
         except Exception:  # the stream is a view: a failed write must not fail the model call
             log.warning("could not write a streamed piece of %s", self._conversation_id, exc_info=True)

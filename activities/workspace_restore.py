@@ -35,7 +35,6 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 @dataclass
 class Applied:
     written_bytes: int = 0
-    files_written: int = 0
     removed: int = 0
 
 
@@ -58,7 +57,6 @@ def apply_manifest(
             for path in batch:
                 _write(dirs, path, manifest.files[path], _file_bytes(manifest.files[path], fetched, fetch))
                 out.written_bytes += manifest.files[path].size
-                out.files_written += 1
         for path, target in sorted(manifest.links.items()):
             parent, _, name = path.rpartition("/")
             try:

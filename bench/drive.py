@@ -137,12 +137,3 @@ def activity_completed_at(history: WorkflowHistory, activity_type: str) -> list[
             if scheduled.get(attrs.scheduled_event_id) == activity_type:
                 done.append(event.event_time.ToMicroseconds() / 1e6)
     return done
-
-
-def scheduled_count(history: WorkflowHistory, activity_type: str) -> int:
-    return sum(
-        1
-        for event in history.events
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and event.activity_task_scheduled_event_attributes.activity_type.name == activity_type
-    )

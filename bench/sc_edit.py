@@ -1,9 +1,9 @@
 """Scenario: what an edit costs next to a plain approval, measured the same way in one run.
 
 Latency = from the moment the decision is sent to the moment the approved tool's result is in
-history (its ActivityTaskCompleted event). A plain approval is claimed and signalled; an edit is
-claimed and sent by the `decide` update, which the workflow validates (schema, deny and approver
-rules on the edited call) before it answers. The two alternate one at a time, on one worker.
+history (its ActivityTaskCompleted event). A plain approval and an edit are both claimed and
+sent by the `decide` update; for an edit the workflow's validator first checks the edited call
+(schema, deny and approver rules) before it answers. The two alternate one at a time, on one worker.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median
 from config.settings import Settings
 from core.compaction import is_summary_request
-from core.models import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE, ConversationInput, MessageInput
+from core.contract import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE
+from core.models import ConversationInput, MessageInput
 from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes
 

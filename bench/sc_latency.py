@@ -24,8 +24,9 @@ from bench.floor import FLOOR_ACTIVITY, FLOOR_SIGNAL, FLOOR_UPDATE, FLOOR_WORKFL
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
 from config.settings import Settings
-from core.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput
-from storage.claims import ClaimedDecision
+from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
+from core.models import DecisionInput
+from core.refusals import ClaimedDecision
 from storage.store import ProjectionStore
 from workflows.activity_calls import EXECUTE_TOOL
 

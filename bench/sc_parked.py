@@ -23,7 +23,8 @@ from bench.drive import bounded, new_ids, start_all, wait_pending
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, mib
 from config.settings import Settings
-from core.models import QUERY_GET_STATE, ConversationState
+from core.contract import QUERY_GET_STATE
+from core.models import ConversationState
 from tests.processes import REPO_ROOT
 
 SMALL_CACHE = 10

@@ -24,7 +24,7 @@ from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
 from bench.stats import median
-from core.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
+from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
 from storage.store import ProjectionStore
 
 BACKENDS = ("sqlite", "postgresql")

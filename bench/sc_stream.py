@@ -25,6 +25,7 @@ from typing import Any
 from bench import stream_probe
 from bench.harness import DEFAULT_CACHE, Bench, say
 from bench.stats import summary_ms
+from core.contract import QUERY_GET_STATE
 from core.models import ProjectionEvent
 from demo_model.server import ScriptedModelServer, text_reply
 from doors.control import start_conversation
@@ -79,7 +80,7 @@ async def _mode(
             events, _ = await store.events(0, cid, limit=10_000)
             deltas.append(sum(1 for e in events if e["event_type"] == "message.delta"))
             history.append(len((await bench.client.get_workflow_handle(cid).fetch_history()).events))
-            state = await bench.client.get_workflow_handle(cid).query("get_state")
+            state = await bench.client.get_workflow_handle(cid).query(QUERY_GET_STATE)
             recorded += [m["content"] for m in state["messages"] if m["role"] == "assistant"] == [REPLY]
         bench.check(f"stream: {name}: each conversation recorded the whole reply once", count, recorded)
     finally:

@@ -2,8 +2,9 @@
 
 `pending` reads the projection only, so it answers with no worker (or Temporal) running. A
 decision is checked against the projection first, so a refusal never needs Temporal; then
-control.send_decision claims it (the first decision wins at once) and signals the workflow,
-which keeps it even while no worker runs.
+control.send_decision claims it (the first decision wins at once) and sends it to the workflow
+by the `decide` update; when no worker answers in time it goes by signal, which the server keeps
+even while no worker runs (doors/decision_delivery.py).
 """
 
 from __future__ import annotations
@@ -184,7 +185,8 @@ async def _send_all(
     session: Session, todo: list[tuple[dict[str, Any], DecisionInput]], refusals: dict[str, str], decider: str
 ) -> dict[str, str]:
     """Send each decision in turn; adds the refused ones to refusals, returns the undelivered ones."""
-    from doors.control import ERROR_UNDELIVERED, send_batch
+    from core.contract import ERROR_UNDELIVERED
+    from doors.control import send_batch
 
     client = await session.client()
     requests = [request for _, request in todo]

@@ -16,8 +16,8 @@ from cli.temporal import Session, rpc
 async def extend(args: argparse.Namespace, session: Session) -> int:
     from cli.users import who_decides
     from core.models import ExtensionInput
+    from core.refusals import DecisionRefused
     from doors.control import extend_approval
-    from storage.claims import DecisionRefused
 
     name, groups, _ = await who_decides(args, session)
     extension = ExtensionInput(

@@ -45,10 +45,11 @@ def new_arguments(args: argparse.Namespace, original: dict[str, Any]) -> dict[st
 async def edit(args: argparse.Namespace, session: Session) -> int:
     from cli.approvals import refusal_of
     from cli.users import who_decides
+    from core.contract import ERROR_EDIT_UNCHECKED
     from core.edits import changes
     from core.models import DecisionInput
+    from core.refusals import DecisionRefused
     from doors.control import send_decision
-    from storage.claims import DecisionRefused
 
     row = await session.store().approval(args.request_id)
     if row is None:
@@ -73,7 +74,7 @@ async def edit(args: argparse.Namespace, session: Session) -> int:
     try:
         await rpc(send_decision(client, session.settings, decision, session.store()), "sending the edit")
     except DecisionRefused as err:
-        if err.error_type == "EditUnchecked":
+        if err.error_type == ERROR_EDIT_UNCHECKED:
             raise CliError(str(err), EXIT_FAILED) from None
         raise refused(str(err)) from None
     print(f"Approved with changed arguments: {tool_call_text(row['tool_name'], edited)}")

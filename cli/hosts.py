@@ -19,8 +19,8 @@ from cli.users import who_decides
 async def move(args: argparse.Namespace, session: Session) -> int:
     from dataclasses import replace
 
+    from core.refusals import DecisionRefused
     from doors.control import move_conversation
-    from storage.claims import DecisionRefused
 
     to_queue = replace(session.settings, worker_host=args.to).host_task_queue
     by = (await who_decides(args, session))[0]

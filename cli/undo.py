@@ -15,9 +15,9 @@ from cli.temporal import Session, rpc
 
 async def undo(args: argparse.Namespace, session: Session) -> int:
     from cli.users import who_decides
+    from core.refusals import DecisionRefused
     from core.undo import UndoInput
     from doors.undo_control import UndoRefused, ask_undo
-    from storage.claims import DecisionRefused
 
     name, _, _ = await who_decides(args, session)
     client = await session.client()

@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core.approvers import may_decide
-from core.models import ERROR_INVALID_EDIT, ApprovalRecord, DecisionInput, Door, Resolution
+from core.contract import ERROR_INVALID_EDIT
+from core.models import ApprovalRecord, DecisionInput, Door, Resolution
 from core.refusals import Refusal, RequestFacts, approvals_missing, decision_refusal
 
 if TYPE_CHECKING:

@@ -22,15 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from core.approvers import approver_refusal, approvers_for, may_decide, not_by_for, required_for
-from core.models import (
-    ERROR_EDIT_DENIED,
-    ERROR_INVALID_EDIT,
-    ERROR_NOT_AN_APPROVER,
-    ApprovalRecord,
-    DecisionInput,
-    PolicyRules,
-    ToolDef,
-)
+from core.contract import ERROR_EDIT_DENIED, ERROR_INVALID_EDIT, ERROR_NOT_AN_APPROVER
+from core.models import ApprovalRecord, DecisionInput, PolicyRules, ToolDef
 from core.policy import evaluate
 from core.refusals import Refusal, no_arguments, one_person_only, same_arguments
 from core.tool_arguments import validate_arguments

@@ -21,8 +21,6 @@ from core.prescreen_verdict import PrescreenVerdict
 from core.wire_model import WireModel
 
 GrantScope = Literal["conversation", "everywhere"]
-# Sent by the door that revokes an `approve --always` grant: the conversation forgets that always-allow.
-SIGNAL_FORGET_ALWAYS_ALLOW = "forget_always_allow"
 
 
 class Grant(WireModel):

@@ -14,7 +14,6 @@ from pydantic import Field
 
 from core.wire_model import WireModel
 
-SIGNAL_HOST_LEFT = "host_left"  # sent by a stopping worker to each conversation pinned to its host
 # Projection events: a tool waits for a host that no worker polls; it no longer does; it moved.
 EVENT_HOST_WAITING = "conversation.host_waiting"
 EVENT_HOST_BACK = "conversation.host_back"

@@ -1,4 +1,4 @@
-"""Payload types and names shared by the workflow, the activities, the CLI and the UI.
+"""Payload types shared by the workflow, the activities, the CLI and the UI (their names: core/contract.py).
 
 Everything that crosses a Temporal boundary (workflow input, signal, update, query, activity
 argument or result) is one of these pydantic models, so every side agrees on one shape.
@@ -9,37 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StringConstraints
 
+# Re-exported while activities/still_running.py imports it from here; its home is core/contract.py.
+from core.contract import SIGNAL_TOOL_STILL_RUNNING as SIGNAL_TOOL_STILL_RUNNING
 from core.hosts import WorkspaceRestored, WorkspaceSaved
 from core.prescreen_verdict import PrescreenVerdict
 from core.previews import EffectPreview
 from core.why import WhyContext
 from core.wire_model import WireModel
-
-WORKFLOW_TYPE = "ConversationWorkflow"
-SIGNAL_SUBMIT_MESSAGE = "submit_message"
-SIGNAL_APPROVAL_DECISION = "approval_decision"
-SIGNAL_SET_AUTO_APPROVE = "set_auto_approve"
-SIGNAL_CLOSE = "close"
-SIGNAL_TOOL_STILL_RUNNING = "tool_still_running"  # sent by an approved tool's activity (ToolRequest)
-UPDATE_DECIDE = "decide"
-SIGNAL_EXTEND_APPROVAL = "extend_approval"
-UPDATE_EXTEND = "extend"
-UPDATE_MOVE = "move"
-SIGNAL_POLICY_CHANGED = "policy_changed"  # the new PolicyRules (`rules reload`, workflows/policy_change.py)
-QUERY_GET_STATE = "get_state"
-
-ERROR_UNKNOWN_APPROVAL = "UnknownApproval"
-ERROR_ALREADY_RESOLVED = "ApprovalAlreadyResolved"
-ERROR_INVALID_DECISION = "InvalidDecision"
-ERROR_TOOL_RUNNING = "ToolRunning"
-ERROR_STALE_APPROVAL = "StaleApproval"
-ERROR_NOT_AN_APPROVER = "NotAnApprover"
-ERROR_INVALID_EDIT = "InvalidEdit"
-ERROR_EDIT_DENIED = "EditDenied"
 
 TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 # `edit`: approve with arguments a person changed (the decision carries them).
@@ -52,13 +32,15 @@ ToolSource = Literal["builtin", "python", "mcp", "subagent", "external"]
 RuleVerdict = Literal["allow", "ask", "deny"]
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
 # `grant`: a person's standing grant decided it (core/grants.py); `policy`: a change of the rules
-# re-judged it; `prescreen`: the pre-screen model did.
-Door = Literal["ui", "cli", "signal", "slack", "grant", "policy", "prescreen"]
+# re-judged it; `prescreen`: the pre-screen model did. A channel that is also a door adds its own
+# (`slack`: channels/, its registry), so a door is a name, not a closed list: a new channel needs no
+# edit here, and every door recorded before still reads.
+BUILT_IN_DOORS = ("ui", "cli", "signal", "grant", "policy", "prescreen")
+Door = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 # How a conversation ended: a door names who closed it; "subagent" says a subagent finished its task.
-EndDoor = Literal["ui", "cli", "signal", "slack", "grant", "policy", "prescreen", "subagent"]
+EndDoor = Door
 # Why a notification goes out; with the request id and the channel it names the notification once.
 NotificationKind = Literal["request", "reminder", "escalation", "expiry_warning"]
-ChannelKind = Literal["webhook", "slack"]
 
 
 def request_id_for(conversation_id: str, tool_call_id: str) -> str:
@@ -168,7 +150,9 @@ class ApproverRule(WireModel):
 class ChannelRoute(WireModel):
     """What the workflow knows of a channel: its kind and the groups it serves (never its URL or secret)."""
 
-    kind: ChannelKind = "webhook"
+    # A plain name, so recorded histories read whatever kinds there were; the worker checks it
+    # against the registry when it reads the channels (config/notify_section.py).
+    kind: str = "webhook"
     groups: list[str] = Field(default_factory=list, description="requests these groups may decide; '*': every one")
 
 
@@ -475,7 +459,7 @@ class ToolRequest(WireModel):
     status_catch_up_seconds: float | None = Field(
         default=None,
         description="the workflow holds the turn's status for this tool's result: a tool still running"
-        f" this many seconds after it started signals {SIGNAL_TOOL_STILL_RUNNING} (workflows/status.py)",
+        f" this many seconds after it started signals {SIGNAL_TOOL_STILL_RUNNING} (workflows/approved_calls.py)",
     )
     restore_from: str | None = Field(
         default=None, description="the conversation moved from this host: restore its workspace's last save first"

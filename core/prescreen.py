@@ -13,7 +13,7 @@ the worker holds the key (config/prescreen_section.py) and asks (activities/pres
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import Field
 
@@ -36,15 +36,6 @@ class PrescreenScope(WireModel):
     tools: tuple[str, ...]
     deny_limit: int = Field(default=3, ge=1)
     model: str = ""
-
-
-class PrescreenInput(WireModel):
-    """One call to pre-screen, as the workflow hands it to the activity."""
-
-    tool_name: str
-    arguments: dict[str, Any]
-    last_user_message: str | None = None
-    request_id: str | None = Field(default=None, description="for the worker's log line only")
 
 
 class _Screened(Protocol):

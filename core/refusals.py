@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from core.approvers import approver_refusal, may_decide
-from core.models import (
+from core.contract import (
     ERROR_ALREADY_RESOLVED,
+    ERROR_INVALID_DECISION,
     ERROR_INVALID_EDIT,
     ERROR_NOT_AN_APPROVER,
     ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
-    DecisionInput,
-    arguments_hash,
 )
+from core.models import DecisionInput, arguments_hash
 
 
 class Refusal(NamedTuple):
@@ -29,6 +29,38 @@ class Refusal(NamedTuple):
 
     error_type: str
     message: str
+
+
+@dataclass(frozen=True)
+class ClaimedDecision:
+    """A decision whose request a door has claimed (storage/claims.py), and the conversation it goes to."""
+
+    conversation_id: str
+    decision: DecisionInput
+
+
+class DecisionRefused(Exception):
+    """A Refusal raised: a decision (or an extension, a move, an undo) that must not be sent, or
+    that its workflow refused; error_type is the contract's ApplicationError type."""
+
+    def __init__(self, error_type: str, message: str, earlier: ClaimedDecision | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        # An earlier claim the workflow has not recorded yet: its sender may have died before
+        # sending it, so whoever is refused sends it again (the workflow applies only the first).
+        self.earlier = earlier
+
+    @classmethod
+    def from_update_error(cls, err: BaseException, untyped: str = ERROR_INVALID_DECISION) -> DecisionRefused:
+        """A workflow's refusal of an update (temporalio's WorkflowUpdateFailedError): the type and
+        message of its ApplicationError cause, or `untyped` with the cause's text when the cause
+        names no type. Read by shape (an ApplicationError's `type` is a string; a TimeoutError's is
+        an enum), so the core stays free of temporalio."""
+        cause = getattr(err, "cause", None)
+        error_type = getattr(cause, "type", None)
+        if isinstance(error_type, str) and error_type:
+            return cls(error_type, str(getattr(cause, "message", cause)))
+        return cls(untyped, str(cause or err))
 
 
 @dataclass(frozen=True)

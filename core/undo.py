@@ -15,8 +15,6 @@ from pydantic import Field
 from core.previews import EffectPreview
 from core.wire_model import WireModel
 
-UPDATE_UNDO = "undo"
-ERROR_UNDO_REFUSED = "UndoRefused"
 UNDO_CALL_PREFIX = "undo-"
 
 

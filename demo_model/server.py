@@ -37,12 +37,16 @@ class _HttpServer(ThreadingHTTPServer):
 
 
 class ScriptedHttpError(Exception):
-    """Raised by a responder to answer with an OpenAI-style error status (401, 400, 429, 500...)."""
+    """Raised by a responder to answer with an OpenAI-style error status (401, 400, 429, 500...),
+    with the response headers it names (`retry-after`, `x-should-retry`, ...)."""
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.headers = headers or {}
 
 
 def text_reply(text: str) -> dict[str, Any]:
@@ -126,7 +130,7 @@ class ScriptedModelServer:
                     message = server.responder(body)
                 except ScriptedHttpError as err:
                     error = {"message": str(err), "type": "scripted_error", "code": err.code}
-                    return self._send(err.status, {"error": error})
+                    return self._send(err.status, {"error": error}, headers=err.headers)
                 except Exception as err:  # a script bug must show as an HTTP error, not a hang
                     return self._send(500, {"error": {"message": str(err), "type": "script_error"}})
                 prompt = approximate_tokens(body.get("messages")) + approximate_tokens(body.get("tools") or [])
@@ -168,11 +172,19 @@ class ScriptedModelServer:
                     return self._send(200, {"requests": server.request_count()})
                 self._send(404, {"error": {"message": "not found"}})
 
-            def _send(self, status: int, payload: dict[str, Any] | None, kind: str = "application/json") -> None:
+            def _send(
+                self,
+                status: int,
+                payload: dict[str, Any] | None,
+                kind: str = "application/json",
+                headers: dict[str, str] | None = None,
+            ) -> None:
                 data = b"" if payload is None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 

@@ -10,13 +10,14 @@ from datetime import timedelta
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from config.settings import Settings
 from config.telemetry import span, tracing_active
-from core.ids import check_conversation_id
-from core.models import (
+from core.contract import (
+    ERROR_CONVERSATION_CLOSED,
+    ERROR_REFUSED,
+    ERROR_UNDELIVERED,
     ERROR_UNKNOWN_APPROVAL,
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
@@ -26,6 +27,9 @@ from core.models import (
     UPDATE_EXTEND,
     UPDATE_MOVE,
     WORKFLOW_TYPE,
+)
+from core.ids import check_conversation_id
+from core.models import (
     AutoApproveInput,
     CloseInput,
     ConversationInput,
@@ -38,15 +42,13 @@ from core.models import (
     MoveInput,
     MoveResult,
 )
+from core.refusals import DecisionRefused
 from doors.decision_delivery import deliver_decision
-from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 log = logging.getLogger(__name__)
 QUERY_TIMEOUT = timedelta(seconds=5)
-ERROR_CONVERSATION_CLOSED = "ConversationClosed"
-ERROR_UNDELIVERED = "Undelivered"
 
 
 def new_conversation_id() -> str:
@@ -195,7 +197,7 @@ async def _claim_and_send(client: Client, decision: DecisionInput, store: Projec
         claimed = await store.claim_decision(decision)
     except DecisionRefused as refused:
         if refused.earlier is not None:
-            # The first decider may have died between its claim and its signal: deliver the first
+            # The first decider may have died between its claim and its delivery: signal the first
             # decision again so it is never lost (a second copy changes nothing in the workflow).
             with contextlib.suppress(RPCError):
                 earlier_handle = client.get_workflow_handle(refused.earlier.conversation_id)
@@ -252,10 +254,7 @@ async def extend_approval(client: Client, extension: ExtensionInput, store: Proj
             UPDATE_EXTEND, extension, result_type=ExtensionResult, rpc_timeout=QUERY_TIMEOUT
         )
     except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        if isinstance(cause, ApplicationError):
-            raise DecisionRefused(cause.type or "Refused", cause.message) from None
-        raise
+        raise DecisionRefused.from_update_error(err, ERROR_REFUSED) from None
 
 
 async def move_conversation(
@@ -269,10 +268,7 @@ async def move_conversation(
             UPDATE_MOVE, MoveInput(to=to_queue, by=by, door=door), result_type=MoveResult, rpc_timeout=QUERY_TIMEOUT
         )
     except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        if isinstance(cause, ApplicationError):
-            raise DecisionRefused(cause.type or "Refused", cause.message) from None
-        raise
+        raise DecisionRefused.from_update_error(err, ERROR_REFUSED) from None
 
 
 async def get_state(client: Client, conversation_id: str, timeout: timedelta = QUERY_TIMEOUT) -> ConversationState:

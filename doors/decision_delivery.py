@@ -17,11 +17,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.models import ERROR_INVALID_DECISION, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput, DecisionResult
-from storage.claims import DecisionRefused
+from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
+from core.models import DecisionInput, DecisionResult
+from core.refusals import DecisionRefused
 
 UPDATE_WAIT = timedelta(seconds=2)
 
@@ -32,10 +32,7 @@ async def deliver_decision(handle: WorkflowHandle, decision: DecisionInput) -> N
     try:
         await handle.execute_update(UPDATE_DECIDE, decision, result_type=DecisionResult, rpc_timeout=UPDATE_WAIT)
     except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        if isinstance(cause, ApplicationError) and cause.type:
-            raise DecisionRefused(cause.type, cause.message) from None
-        raise DecisionRefused(ERROR_INVALID_DECISION, str(cause or err)) from None
+        raise DecisionRefused.from_update_error(err) from None
     except WorkflowUpdateRPCTimeoutOrCancelledError:
         await handle.signal(SIGNAL_APPROVAL_DECISION, decision)
     except RPCError as err:

@@ -12,16 +12,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.models import QUERY_GET_STATE, UPDATE_DECIDE, DecisionInput, DecisionResult
-from storage.claims import DecisionRefused
+from core.contract import ERROR_EDIT_UNCHECKED, QUERY_GET_STATE, UPDATE_DECIDE
+from core.models import DecisionInput, DecisionResult
+from core.refusals import DecisionRefused
 from storage.store import ProjectionStore
 
 EDIT_CHECK_TIMEOUT = timedelta(seconds=10)
 WORKER_PROBE_TIMEOUT = timedelta(seconds=2)
-ERROR_EDIT_UNCHECKED = "EditUnchecked"
 
 
 async def send_edit(client: Client, decision: DecisionInput, store: ProjectionStore) -> str:
@@ -36,10 +35,7 @@ async def send_edit(client: Client, decision: DecisionInput, store: ProjectionSt
         await handle.execute_update(UPDATE_DECIDE, decision, result_type=DecisionResult, rpc_timeout=EDIT_CHECK_TIMEOUT)
     except WorkflowUpdateFailedError as err:
         await store.release_claim(decision.request_id)
-        cause = err.cause
-        if isinstance(cause, ApplicationError) and cause.type:
-            raise DecisionRefused(cause.type, cause.message) from None
-        raise DecisionRefused("InvalidDecision", str(cause or err)) from None
+        raise DecisionRefused.from_update_error(err) from None
     except WorkflowUpdateRPCTimeoutOrCancelledError:
         await store.release_claim(decision.request_id)
         raise DecisionRefused(

@@ -21,11 +21,12 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from config.settings import Settings
-from core.grants import SIGNAL_FORGET_ALWAYS_ALLOW, ForgetAlwaysAllow, Grant, GrantScope
+from core.contract import SIGNAL_FORGET_ALWAYS_ALLOW
+from core.grants import ForgetAlwaysAllow, Grant, GrantScope
 from core.models import DecisionInput
+from core.refusals import DecisionRefused
 from doors.control import send_decision
 from doors.grant_checks import BadGrant, GrantRefused, refusal, row_covered, valid_pattern
-from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from config.errors import ConfigError
 from config.settings import Settings
-from core.models import SIGNAL_POLICY_CHANGED
+from core.contract import SIGNAL_POLICY_CHANGED
 from storage.store import ProjectionStore
 
 log = logging.getLogger(__name__)

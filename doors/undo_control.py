@@ -12,9 +12,9 @@ from datetime import timedelta
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from core.models import ERROR_UNKNOWN_APPROVAL
-from core.undo import ERROR_UNDO_REFUSED, UPDATE_UNDO, UndoInput, UndoResult
-from storage.claims import DecisionRefused
+from core.contract import ERROR_UNDO_REFUSED, ERROR_UNKNOWN_APPROVAL, UPDATE_UNDO
+from core.refusals import DecisionRefused
+from core.undo import UndoInput, UndoResult
 from storage.store import ProjectionStore
 
 UNDO_TIMEOUT = timedelta(seconds=60)  # the workflow reads the file on its host before it answers

@@ -19,8 +19,8 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from config.settings import Settings
+from core.contract import WORKFLOW_TYPE
 from core.models import (
-    WORKFLOW_TYPE,
     ApprovalRequestedProjection,
     ConversationProjection,
     ConversationState,

@@ -22,8 +22,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from config.host_polls import last_poll, polled_within
-from core.hosts import SIGNAL_HOST_LEFT, HostLeft
-from core.models import WORKFLOW_TYPE
+from core.contract import SIGNAL_HOST_LEFT, WORKFLOW_TYPE
+from core.hosts import HostLeft
 from workflows.activity_calls import TOOL_ACTIVITIES
 
 log = logging.getLogger(__name__)

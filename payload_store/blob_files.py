@@ -19,7 +19,6 @@ from typing import Protocol
 from payload_store.blob_tree import digest_of
 from payload_store.local import PayloadStoreError, write_atomically
 
-KINDS = ("roots", "blobs")
 TOUCH_EVERY = 600.0
 _KNOWN_LIMIT = 200_000
 

@@ -1,41 +1,32 @@
 """Decision claims: the first person to decide a request wins at once, before the workflow records it.
 
 The CLI and the UI both claim here (one row per request id, inserted once or refused) before they
-signal the workflow, so two near-simultaneous decisions never both go out and neither is silently
-dropped, whichever processes or hosts they come from. This table is the deciders' arbiter; the
-projection tables stay the worker's alone.
+send the decision to the workflow, so two near-simultaneous decisions never both go out and
+neither is silently dropped, whichever processes or hosts they come from. This table is the
+deciders' arbiter; the projection tables stay the worker's alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.models import ERROR_ALREADY_RESOLVED, DecisionInput
-from core.refusals import RequestFacts, already_approved, approvals_missing, decision_refusal, unknown
+from core.contract import ERROR_ALREADY_RESOLVED
+from core.models import DecisionInput
+from core.refusals import (
+    ClaimedDecision,
+    DecisionRefused,
+    RequestFacts,
+    already_approved,
+    approvals_missing,
+    decision_refusal,
+    unknown,
+)
 from storage import reader
 from storage.backend import Tx
 from storage.writes import now_iso
 
 STALE_CLAIM_SECONDS = 10.0
-
-
-class DecisionRefused(Exception):
-    """A decision that must not be sent; error_type is the contract's ApplicationError type."""
-
-    def __init__(self, error_type: str, message: str, earlier: ClaimedDecision | None = None) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        # An earlier claim the workflow has not recorded yet: its sender may have died before
-        # signalling, so whoever is refused sends it again (the workflow applies only the first).
-        self.earlier = earlier
-
-
-@dataclass(frozen=True)
-class ClaimedDecision:
-    conversation_id: str
-    decision: DecisionInput
 
 
 def facts_from_row(row: dict[str, Any]) -> RequestFacts:
@@ -160,12 +151,12 @@ async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> boo
 
 
 def _stale(claimed_at: str) -> bool:
-    """A claim still unrecorded this long after it was made has likely lost its signal."""
+    """A claim still unrecorded this long after it was made has likely lost its sender before delivery."""
     age = datetime.now(UTC) - datetime.fromisoformat(claimed_at)
     return age.total_seconds() > STALE_CLAIM_SECONDS
 
 
 async def release_claim(tx: Tx, request_id: str) -> None:
-    """Undo a claim whose signal could not be delivered, so the person can try again."""
+    """Undo a claim whose decision could not be delivered, so the person can try again."""
     await tx.send("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
     await tx.send("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (request_id,))

@@ -200,7 +200,7 @@ class _Transaction:
         self._conn = conn
         return conn
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, _tb: object) -> None:
         try:
             self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:

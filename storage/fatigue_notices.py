@@ -1,6 +1,6 @@
 """Rapid-approval notices: a person who approved many requests in a row faster than anyone reads
 them is told so on the page, and the audit keeps it (`kind: notice`). Judged from the decision
-claims (every door claims before it signals), by core/fatigue.py's rule."""
+claims (every door claims before it sends), by core/fatigue.py's rule."""
 
 from __future__ import annotations
 

@@ -209,7 +209,7 @@ async def get_approval(tx: Tx, request_id: str) -> dict[str, Any] | None:
 
 async def get_decision_terms(tx: Tx, request_id: str) -> dict[str, Any] | None:
     """What a decision on the request is judged by (the keys `get_approval` gives them), read from
-    its own row alone: the claim before a decision's signal reads this and nothing more."""
+    its own row alone: the claim before a decision is sent reads this and nothing more."""
     row = await tx.fetchone(
         "SELECT request_id, conversation_id, details_json, decision, decided_by FROM ui_pending_approvals"
         " WHERE request_id = ?",

@@ -23,6 +23,7 @@ from core.models import (
     DecisionInput,
     ProjectionEvent,
 )
+from core.refusals import ClaimedDecision
 from storage import (
     audit,
     claims,
@@ -38,7 +39,6 @@ from storage import (
 )
 from storage import hosts as worker_hosts
 from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
-from storage.claims import ClaimedDecision
 from storage.reader import ApprovalFilter, Page
 from storage.users import Principal
 
@@ -169,7 +169,7 @@ class ProjectionStore:
     # Claims: the deciders' arbiter (first decision wins across every process and host).
     async def claim_decision(self, decision: DecisionInput) -> ClaimedDecision:
         # A single approval is claimed in two statements and no transaction: on PostgreSQL two round
-        # trips before the signal instead of six; on SQLite on this thread, when the file is free.
+        # trips before the decision is sent instead of six; on SQLite on this thread, when the file is free.
         claimed = await run_short(self.backend, lambda tx: claims.claim_in_autocommit(tx, decision))
         if claimed is not None:
             return claimed
@@ -311,4 +311,4 @@ class ProjectionStore:
         await self.backend.wait_for_events(timeout, mark)
 
 
-__all__ = ["ClaimedDecision", "Page", "ProjectionStore"]
+__all__ = ["Page", "ProjectionStore"]

@@ -10,7 +10,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import WORKFLOW_TYPE, ConversationInput, ConversationState
+    from core.contract import WORKFLOW_TYPE
+    from core.models import ConversationInput, ConversationState
     from workflows.conversation import ConversationWorkflow
 
 

@@ -2,7 +2,7 @@
 then stream what the conversation does until it is idle, failed, or waiting for people again.
 
 The thread id is the conversation id. Nothing the run does lives in the connection: decisions go
-through the same claim and signal as the inbox's buttons, messages by signal-with-start, and the
+through the same claim and update (or signal) as the inbox's buttons, messages by signal-with-start, and the
 stream is read back from the read model and the workflow's own state. A client that leaves loses
 nothing; a later run of the same thread finds the same waiting requests and ends with them again.
 """
@@ -29,11 +29,12 @@ from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.contract import ERROR_CONVERSATION_CLOSED, ERROR_UNDELIVERED, ERROR_UNKNOWN_APPROVAL
 from core.ids import InvalidConversationId, check_conversation_id
 from core.models import ApprovalRecord, ConversationState
+from core.refusals import DecisionRefused
 from doors import control
 from storage.agui_marks import mark_taken, was_taken
-from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 from ui.agui_interrupts import BadResume, decision_for, interrupt_for
 from ui.agui_translate import RunTranslator, encode
@@ -108,7 +109,7 @@ async def stream_run(run: Run) -> AsyncIterator[str]:
         mark = await store.event_mark()
         state = await current_state(run.client, conversation_id)
         if state is None:
-            raise RunRefused(f"conversation {conversation_id} is not running in Temporal", "ConversationClosed")
+            raise RunRefused(f"conversation {conversation_id} is not running in Temporal", ERROR_CONVERSATION_CLOSED)
         events, after = await read_events(store, conversation_id, after)
         out: list[BaseEvent] = [*translator.deltas(events), *translator.transcript(state.messages)]
         snapshot = state_snapshot(state)
@@ -155,7 +156,7 @@ def state_snapshot(state: ConversationState) -> dict[str, Any]:
 def finish(run_input: RunAgentInput, state: ConversationState, target: int, decided: set[str]) -> BaseEvent | None:
     """The run's last event once the conversation has taken what was sent and come to rest; None before."""
     if state.turn_status == "closed":
-        raise RunRefused(f"conversation {state.conversation_id} is closed", "ConversationClosed")
+        raise RunRefused(f"conversation {state.conversation_id} is closed", ERROR_CONVERSATION_CLOSED)
     if turn_number(state) < target:
         return None
     open_requests = waiting(state)
@@ -186,7 +187,7 @@ async def decide(run: Run, state: ConversationState | None) -> set[str]:
     for rid in ids:
         row = await run.store.approval(rid)
         if row is None or row["conversation_id"] != conversation_id:
-            raise RunRefused(f"resume: unknown interrupt id {rid} in thread {conversation_id}", "UnknownApproval")
+            raise RunRefused(f"resume: unknown interrupt id {rid} in thread {conversation_id}", ERROR_UNKNOWN_APPROVAL)
     missing = [r.request_id for r in waiting(state) if r.request_id not in ids]
     if missing:
         raise RunRefused(f"resume: missing entries for interrupt(s) {', '.join(missing)}", "MissingResume")
@@ -204,7 +205,8 @@ async def decide(run: Run, state: ConversationState | None) -> set[str]:
         except RPCError as err:
             closed = err.status == RPCStatusCode.NOT_FOUND
             raise RunRefused(
-                f"resume: {decision.request_id}: {err.message}", "ConversationClosed" if closed else "Undelivered"
+                f"resume: {decision.request_id}: {err.message}",
+                ERROR_CONVERSATION_CLOSED if closed else ERROR_UNDELIVERED,
             ) from None
     return set(ids)
 
@@ -236,16 +238,16 @@ async def take_messages(run: Run, state: ConversationState | None) -> int:
         if not text or await was_taken(run.store, conversation_id, message.id):
             continue
         if state is not None and state.turn_status == "closed":
-            raise RunRefused(f"conversation {conversation_id} is closed", "ConversationClosed")
+            raise RunRefused(f"conversation {conversation_id} is closed", ERROR_CONVERSATION_CLOSED)
         try:
             await control.send_or_start(
                 run.client, settings, conversation_id, text, person.name if person is not None else None
             )
         except WorkflowAlreadyStartedError:
             ended = f"conversation {conversation_id} has ended; start a new thread"
-            raise RunRefused(ended, "ConversationClosed") from None
+            raise RunRefused(ended, ERROR_CONVERSATION_CLOSED) from None
         except RPCError as err:
-            raise RunRefused(f"Temporal refused the message: {err.message}", "Undelivered") from None
+            raise RunRefused(f"Temporal refused the message: {err.message}", ERROR_UNDELIVERED) from None
         await mark_taken(run.store, conversation_id, message.id)
         taken += 1
     return taken

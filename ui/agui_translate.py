@@ -11,7 +11,6 @@ that ended before the run began) is sent whole from the transcript.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ag_ui.core import (
@@ -126,7 +125,3 @@ class RunTranslator:
 def encode(event: BaseEvent) -> str:
     """One Server-Sent Event, as the AG-UI HTTP transport reads it (camelCase, no empty fields)."""
     return f"data: {event.model_dump_json(by_alias=True)}\n\n"
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)

@@ -2,7 +2,8 @@
 (allow, deny, always allow, edit), decide several at once, extend its deadline.
 
 A decision is claimed in the projection first (the first one wins at once), then goes to the
-workflow by signal; an extension is checked and answered by the workflow."""
+workflow by the `decide` update (by signal when no worker answers in time,
+doors/decision_delivery.py); an extension is checked and answered by the workflow."""
 
 from __future__ import annotations
 
@@ -12,18 +13,18 @@ from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.models import (
+from core.contract import (
+    ERROR_CONVERSATION_CLOSED,
     ERROR_EDIT_DENIED,
+    ERROR_EDIT_UNCHECKED,
     ERROR_INVALID_EDIT,
     ERROR_NOT_AN_APPROVER,
     ERROR_UNKNOWN_APPROVAL,
-    DecisionInput,
-    ExtensionInput,
 )
+from core.models import DecisionInput, ExtensionInput
+from core.refusals import DecisionRefused
 from doors import control
-from doors.edit_control import ERROR_EDIT_UNCHECKED
 from doors.grants import record_always
-from storage.claims import DecisionRefused
 from storage.fatigue_notices import notice_text
 from storage.reader import BadCursor
 from storage.store import ProjectionStore
@@ -75,7 +76,8 @@ async def get_approval(request: Request, request_id: str) -> dict[str, Any]:
 
 @router.post("/approvals/{request_id:path}/decision", openapi_extra=json_body(DecisionBody))
 async def decide(request: Request, request_id: str) -> JSONResponse:
-    """First decision wins at once (a claim in the projection), then goes to the workflow by signal."""
+    """First decision wins at once (a claim in the projection), then goes to the workflow by update
+    (by signal when no worker answers in time)."""
     require_id(request_id, "approval request")
     body = await read_json_body(request, DecisionBody)
     settings, store = settings_of(request), store_of(request)
@@ -103,7 +105,7 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             raise Conflict(
-                "the conversation is no longer running, so nothing can be decided", error_type="ConversationClosed"
+                "the conversation is no longer running, so nothing can be decided", error_type=ERROR_CONVERSATION_CLOSED
             ) from None
         raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
     sent: dict[str, Any] = {"request_id": request_id, "status": "sent", "decision": decision.model_dump()}
@@ -133,7 +135,7 @@ async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str
 
 @router.post("/approvals/decisions", openapi_extra=json_body(BatchDecisionBody))
 async def decide_batch(request: Request) -> dict[str, Any]:
-    """Several calls in one action: each gets its own claim and signal, and its own result; a refused
+    """Several calls in one action: each gets its own claim and delivery, and its own result; a refused
     call (unknown, decided, stale) does not stop the others."""
     body = await read_json_body(request, BatchDecisionBody)
     who = await identity(request, body.name)

@@ -18,14 +18,14 @@ from fastapi import Request
 from pydantic import Field
 
 from core.approvers import approvers_for, may_decide
-from core.models import ERROR_ALREADY_RESOLVED, ERROR_NOT_AN_APPROVER, ToolDef
+from core.contract import ERROR_ALREADY_RESOLVED, ERROR_NOT_AN_APPROVER, ERROR_QUESTION_EXPIRED
+from core.models import ToolDef
 from storage import elicitations
 from ui.bodies import StrictBody, json_body, read_json_body
 from ui.errors import Conflict, Forbidden, NotFound, Unprocessable
 from ui.route_support import api_router, identity, require_id, settings_of, store_of
 
 router = api_router()
-ERROR_EXPIRED = "QuestionExpired"
 
 
 class AnswerBody(StrictBody):
@@ -74,7 +74,7 @@ async def answer_question(request: Request, question_id: str) -> dict[str, Any]:
     if question["answer"] is not None:
         raise _answered(question_id, question["answer"])
     if datetime.fromisoformat(question["expires_at"]) <= datetime.now(UTC):
-        raise Conflict(f"{question_id} expired; the call declined it", error_type=ERROR_EXPIRED)
+        raise Conflict(f"{question_id} expired; the call declined it", error_type=ERROR_QUESTION_EXPIRED)
     who = await identity(request, body.name)
     approvers = await _approvers(request, question)
     if not may_decide(approvers, who.get("principal"), who.get("groups") or []):

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from temporalio.service import RPCError
 
 from config.settings import ConfigError
+from core.contract import ERROR_BAD_GRANT, ERROR_GRANT_REFUSED, ERROR_UNKNOWN_CONVERSATION, ERROR_UNKNOWN_GRANT
 from core.grants import Grant
 from doors.grant_checks import BadGrant, GrantRefused, row_matched, valid_pattern
 from doors.grants import MadeGrant, UnknownGrant, make_grant, new_grant, revoke
@@ -60,7 +61,7 @@ async def revoke_grant(request: Request, grant_id: str) -> dict[str, Any]:
     try:
         grant = await revoke(lambda: client_of(request), store_of(request), grant_id, who["decided_by"])
     except UnknownGrant as err:
-        raise NotFound(str(err), error_type="UnknownGrant") from None
+        raise NotFound(str(err), error_type=ERROR_UNKNOWN_GRANT) from None
     except RPCError as err:
         raise ServiceUnavailable(f"revoked {grant_id}, but its conversation was not told: {err.message}") from None
     return grant_document(grant)
@@ -88,11 +89,11 @@ async def checked_grant(
             from_request=from_request,
         )
     except (BadGrant, ConfigError) as err:
-        raise BadRequest(str(err), error_type="BadGrant") from None
+        raise BadRequest(str(err), error_type=ERROR_BAD_GRANT) from None
     except GrantRefused as err:
-        raise Forbidden(str(err), error_type="GrantRefused") from None
+        raise Forbidden(str(err), error_type=ERROR_GRANT_REFUSED) from None
     except UnknownGrant as err:
-        raise NotFound(str(err), error_type="UnknownConversation") from None
+        raise NotFound(str(err), error_type=ERROR_UNKNOWN_CONVERSATION) from None
 
 
 async def grant_with_approval(
@@ -101,13 +102,13 @@ async def grant_with_approval(
     """The grant a decision carries, checked before the decision is sent: only with allow, and about
     the call being approved (it, or one command of it, matches the pattern)."""
     if decision != "allow":
-        raise BadRequest("a grant goes with the decision allow only", error_type="BadGrant")
+        raise BadRequest("a grant goes with the decision allow only", error_type=ERROR_BAD_GRANT)
     try:
         pattern = valid_pattern(offer.pattern)
     except BadGrant as err:
-        raise BadRequest(str(err), error_type="BadGrant") from None
+        raise BadRequest(str(err), error_type=ERROR_BAD_GRANT) from None
     if not row_matched(pattern, row):
-        raise BadRequest(f"{pattern} does not cover the call being approved", error_type="BadGrant")
+        raise BadRequest(f"{pattern} does not cover the call being approved", error_type=ERROR_BAD_GRANT)
     return await checked_grant(request, offer, who, row["conversation_id"], row["request_id"])
 
 

@@ -16,7 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from core.models import ERROR_STALE_APPROVAL
+from core.contract import ERROR_STALE_APPROVAL
 from storage.figures import Figures, NotificationFigures, ledger_figures
 from ui.route_support import ledger_of, store_of
 from ui.security import require_token

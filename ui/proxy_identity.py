@@ -19,7 +19,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from config.proxy_section import ProxyIdentity
 from config.proxy_section import parse_proxies as parse_proxies  # where the UI's tests read it
-from storage.users import Principal
 
 PEER_TRUSTED = "approvals.proxy_trusted"  # scope key: the direct peer is a configured proxy
 MAX_NAME = 100
@@ -78,7 +77,3 @@ def proxied_person(scope: Scope, identity: ProxyIdentity) -> tuple[str, list[str
         return name, None
     groups = [g.strip() for g in raw_groups.decode("utf-8", "replace").split(",") if g.strip()]
     return name, groups
-
-
-def as_principal(found: tuple[str, list[str]]) -> Principal:
-    return Principal(name=found[0], groups=found[1])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 from urllib.parse import quote
 
 from config.settings import Settings
@@ -11,7 +11,6 @@ from storage.reader import Page
 from storage.store import ProjectionStore
 
 ApprovalStatus = Literal["pending", "sent", "resolved", "all"]
-APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 

@@ -25,6 +25,7 @@ from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExec
 from temporalio.exceptions import CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.contract import ERROR_UNKNOWN_REQUEST
 from core.models import arguments_hash
 from doors.ask import RPC_TIMEOUT, ask, cancel, outcome, request_id_for
 from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult, Requester
@@ -39,7 +40,6 @@ MAX_WAIT_SECONDS = 60.0
 FIRST_ANSWER_SECONDS = 2.0  # a POST waits this long for a rule's answer (or the inbox row)
 CANCEL_WAIT_SECONDS = 5.0
 SHARED_ASKER = "http"
-ERROR_UNKNOWN_REQUEST = "UnknownRequest"
 
 
 class AskBody(ApprovalRequestInput):

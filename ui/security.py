@@ -25,6 +25,7 @@ import anyio.from_thread
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from core.contract import ERROR_CROSS_SITE_REQUEST
 from storage.users import Principal
 from ui.errors import Forbidden, Unauthorized
 from ui.proxy_identity import proxied_person
@@ -160,12 +161,14 @@ def require_same_origin(request: Request) -> None:
         return
     fetch_site = request.headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
-        raise Forbidden(f"cross-site request refused (Sec-Fetch-Site: {fetch_site})", error_type="CrossSiteRequest")
+        raise Forbidden(
+            f"cross-site request refused (Sec-Fetch-Site: {fetch_site})", error_type=ERROR_CROSS_SITE_REQUEST
+        )
     origin = request.headers.get("origin")
     if origin is not None and origin_of(origin) != origin_of(
         f"{request.url.scheme}://{request.headers.get('host', '')}"
     ):
-        raise Forbidden("cross-origin request refused (Origin is not this UI's)", error_type="CrossSiteRequest")
+        raise Forbidden("cross-origin request refused (Origin is not this UI's)", error_type=ERROR_CROSS_SITE_REQUEST)
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -13,10 +13,10 @@ from pydantic import Field
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from core.models import ERROR_UNKNOWN_APPROVAL
+from core.contract import ERROR_UNKNOWN_APPROVAL
+from core.refusals import DecisionRefused
 from core.undo import UndoInput
 from doors.undo_control import UndoRefused, ask_undo
-from storage.claims import DecisionRefused
 from ui.bodies import StrictBody, json_body, read_json_body
 from ui.errors import Conflict, NotFound, ServiceUnavailable
 from ui.route_support import api_router, client_of, identity, require_id, store_of

@@ -13,6 +13,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
+    from core.contract import ERROR_LLM_AUTHENTICATION, ERROR_LLM_BAD_REQUEST, ERROR_NOTIFICATION_REJECTED
     from core.grants import JudgeInput, JudgeVerdict
     from core.hosts import HostCheck
     from core.models import (
@@ -54,16 +55,12 @@ PROJECT_COMPACTION = "project_compaction"
 PROJECT_APPROVAL_CHANGED = "project_approval_changed"
 SERVICE_RULES = "service_rules"
 NOTIFY_APPROVAL = "notify_approval"
-# notify_approval raises this (non-retryable) when a channel refuses the message for good (4xx).
-ERROR_NOTIFICATION_REJECTED = "NotificationRejected"
-# call_llm raises this (non-retryable) when the request does not fit the model's context window.
-ERROR_CONTEXT_WINDOW = "LlmContextWindowExceeded"
 
 LLM_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=6,
-    non_retryable_error_types=["LlmBadRequest", "LlmAuthentication"],
+    non_retryable_error_types=[ERROR_LLM_BAD_REQUEST, ERROR_LLM_AUTHENTICATION],
 )
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=4)
 # A projection write takes milliseconds; one lost with a killed worker is retried after this, so the
@@ -105,10 +102,6 @@ async def list_tools(request: ListToolsInput) -> ToolCatalog:
         retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5),
         summary=f"{request.turn_id}: list the tools",
     )
-
-
-async def execute_tool(request: ToolRequest, summary: str) -> ToolResult:
-    return await run_tool(request, "builtin", summary)
 
 
 async def preview_effect(request: PreviewInput, task_queue: str | None) -> EffectPreview:

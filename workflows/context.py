@@ -37,8 +37,6 @@ with workflow.unsafe.imports_passed_through():
 
 # Each archive write stays far below Temporal's 2 MB payload limit.
 ARCHIVE_CHUNK_CHARS = 400_000
-# A fold that reaches into the current turn keeps the turn's request word for word.
-# A summary the model could not write folds nothing: tool results are clipped until it is retried.
 # After a failed summary, the next try waits until the transcript has grown by this many messages.
 SUMMARY_RETRY_AFTER_MESSAGES = 2
 

@@ -20,19 +20,26 @@ with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
 
     from core.approvals import ApprovalBook
-    from core.grants import SIGNAL_FORGET_ALWAYS_ALLOW, ForgetAlwaysAllow
-    from core.hosts import SIGNAL_HOST_LEFT, HostLeft
-    from core.models import (
+    from core.contract import (
+        ERROR_CONTEXT_WINDOW,
         ERROR_INVALID_DECISION,
         ERROR_TOOL_RUNNING,
+        ERROR_UNDO_REFUSED,
         QUERY_GET_STATE,
         SIGNAL_CLOSE,
+        SIGNAL_FORGET_ALWAYS_ALLOW,
+        SIGNAL_HOST_LEFT,
         SIGNAL_POLICY_CHANGED,
         SIGNAL_SET_AUTO_APPROVE,
         SIGNAL_SUBMIT_MESSAGE,
         SIGNAL_TOOL_STILL_RUNNING,
         UPDATE_MOVE,
+        UPDATE_UNDO,
         WORKFLOW_TYPE,
+    )
+    from core.grants import ForgetAlwaysAllow
+    from core.hosts import HostLeft
+    from core.models import (
         AutoApproveInput,
         ChatMessage,
         CloseInput,
@@ -58,13 +65,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.stoppable import unless_closed
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
-    from workflows.undo import UPDATE_UNDO, Undoer, UndoInput, UndoResult
+    from workflows.undo import Undoer, UndoInput, UndoResult
     from workflows.workspace_choice import carried_workspace, choose_workspace
 
 MAX_MODEL_STEPS_PER_TURN = 25
-# Compaction and the retry after a context-window error add commands: histories written before
-# them replay down the old path.
-# A move re-pins the tools to another host: histories from before it never took one.
 SYSTEM_PROMPT = (
     "You are an assistant with tools over a workspace directory. Tools that change things need a "
     "person's approval; when a call is denied or expires, say so and do not retry it blindly."
@@ -224,7 +228,7 @@ class ConversationWorkflow(DecisionHandlers):
         try:
             reply = await self._model_reply(turn_id, tools)
         except ActivityError as err:
-            if not (_error_type(err) == calls.ERROR_CONTEXT_WINDOW and workflow.patched(patches.CONTEXT_COMPACTION)):
+            if not (_error_type(err) == ERROR_CONTEXT_WINDOW and workflow.patched(patches.CONTEXT_COMPACTION)):
                 await self._fail_turn(turn_id, f"model call failed: {_cause_message(err)}")
                 return None
             context.learn_refusal(context.tokens(self._messages, tools))
@@ -233,7 +237,7 @@ class ConversationWorkflow(DecisionHandlers):
                 reply = await self._model_reply(turn_id, tools)
             except ActivityError as again:
                 reason = f"model call failed: {_cause_message(again)}"
-                if _error_type(again) == calls.ERROR_CONTEXT_WINDOW:
+                if _error_type(again) == ERROR_CONTEXT_WINDOW:
                     reason = f"the model's context window is too small even after compacting: {_cause_message(again)}"
                 await self._fail_turn(turn_id, reason)
                 return None
@@ -288,7 +292,7 @@ class ConversationWorkflow(DecisionHandlers):
         id, or refused with the file's three states when it changed since."""
         undo = one_payload(UPDATE_UNDO, args, UndoInput)
         if undo is None or self._closed:
-            raise ApplicationError("undo needs {request_id} on an open conversation", type="UndoRefused")
+            raise ApplicationError("undo needs a request_id, on an open conversation", type=ERROR_UNDO_REFUSED)
         return await self._undo.ask(undo)
 
     @workflow.signal(name=SIGNAL_SET_AUTO_APPROVE)
@@ -317,7 +321,7 @@ class ConversationWorkflow(DecisionHandlers):
         """An approved tool runs past STATUS_CATCH_UP: Temporal's list shows the turn's status
         from now, not only from the tool's result (see StatusKeeper.tool_tells_after)."""
         if one_payload(SIGNAL_TOOL_STILL_RUNNING, args, ToolStillRunning) is not None:
-            self._status.catch_up()
+            self._tools.approved.tool_still_running()
 
     @workflow.signal(name=SIGNAL_POLICY_CHANGED)
     def policy_changed(self, *args: Any) -> None:

@@ -1,6 +1,6 @@
 """The decision and deadline handlers every workflow that holds approval requests takes: the
 conversation and the approval request inherit them, so a door's signal or update means the same
-in both, under the same names (core/models.py's contract constants).
+in both, under the same names (core/contract.py).
 
 A signal never fails the workflow task: a malformed or refused one is logged and changes nothing.
 An update is judged by its validator (the one refusal rule, core/refusals.py, then the edit's
@@ -17,17 +17,14 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from core import deadlines
     from core.approvals import ApprovalBook
-    from core.models import (
+    from core.contract import (
         ERROR_INVALID_DECISION,
         SIGNAL_APPROVAL_DECISION,
         SIGNAL_EXTEND_APPROVAL,
         UPDATE_DECIDE,
         UPDATE_EXTEND,
-        DecisionInput,
-        DecisionResult,
-        ExtensionInput,
-        ExtensionResult,
     )
+    from core.models import DecisionInput, DecisionResult, ExtensionInput, ExtensionResult
     from workflows.handler_payloads import DECIDE_SHAPE, EXTEND_SHAPE, one_payload
 
 

@@ -21,8 +21,6 @@ with workflow.unsafe.imports_passed_through():
     from core.models import NotificationInput
     from workflows import activity_calls as calls
 
-# Starting the carried notifications again adds activities to the new run.
-
 
 class NotificationOutbox:
     def __init__(self) -> None:

@@ -18,7 +18,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows import activity_calls as calls
     from workflows.status import StatusKeeper
 
-# Writing an auto-approve switch to the projection is a new activity: histories from before it skip it.
 EVENT_AUTO_APPROVE = "conversation.auto_approve"
 
 

@@ -19,7 +19,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, Work
 from temporalio.worker import Replayer
 
 from config.settings import Settings
-from core.models import UPDATE_DECIDE, DecisionInput
+from core.contract import UPDATE_DECIDE
+from core.models import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from durable_approvals import derived_request_id
 from examples.openai_agents_approval import agent_worker, agents_plugin

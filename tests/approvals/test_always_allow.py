@@ -7,7 +7,8 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import SIGNAL_SET_AUTO_APPROVE, AutoApproveInput, DecisionInput
+from core.contract import SIGNAL_SET_AUTO_APPROVE
+from core.models import AutoApproveInput, DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder

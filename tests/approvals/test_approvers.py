@@ -16,7 +16,8 @@ from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
 from core.approvers import approvers_for, may_decide
-from core.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput, DecisionResult, PolicyRules
+from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
+from core.models import DecisionInput, DecisionResult, PolicyRules
 from core.tool_specs import TOOL_SPECS
 from doors.control import get_state, start_conversation
 from storage.store import ProjectionStore

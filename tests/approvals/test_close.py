@@ -5,7 +5,8 @@ from __future__ import annotations
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import SIGNAL_CLOSE, CloseInput, ConversationState
+from core.contract import SIGNAL_CLOSE
+from core.models import CloseInput, ConversationState
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, rows, wait_pending, workspace_of

@@ -12,7 +12,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import SIGNAL_CLOSE, CloseInput, ConversationState
+from core.contract import SIGNAL_CLOSE
+from core.models import CloseInput, ConversationState
 from demo_model.server import text_reply
 from doors.control import start_conversation
 from storage.store import ProjectionStore

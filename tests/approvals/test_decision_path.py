@@ -14,7 +14,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
 from config.settings import Settings
-from core.models import SIGNAL_TOOL_STILL_RUNNING, DecisionInput
+from core.contract import SIGNAL_TOOL_STILL_RUNNING
+from core.models import DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of

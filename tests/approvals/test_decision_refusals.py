@@ -9,9 +9,10 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
-from core.models import UPDATE_DECIDE, DecisionInput, DecisionResult
+from core.contract import UPDATE_DECIDE
+from core.models import DecisionInput, DecisionResult
+from core.refusals import DecisionRefused
 from doors.control import get_state, send_decision, start_conversation
-from storage.claims import DecisionRefused
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
 from tests.helpers import approval_row, execute, tool_messages, wait_pending, wait_status, workspace_of

@@ -13,7 +13,8 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
-from core.models import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, DecisionInput, DecisionResult, arguments_hash
+from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
+from core.models import DecisionInput, DecisionResult, arguments_hash
 from doors.control import get_state, start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder

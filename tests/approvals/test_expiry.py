@@ -9,7 +9,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from core.models import QUERY_GET_STATE, ConversationState
+from core.contract import QUERY_GET_STATE
+from core.models import ConversationState
 from doors.control import start_conversation
 from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
 from tests.scripts import ScriptedModel, calls_then_summary

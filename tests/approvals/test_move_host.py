@@ -10,7 +10,8 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import UPDATE_MOVE, DecisionInput
+from core.contract import UPDATE_MOVE
+from core.models import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder

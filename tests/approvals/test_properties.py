@@ -11,15 +11,8 @@ from hypothesis import strategies as st
 
 from activities.builtin_tools import truncate
 from core.approvals import ApprovalBook
-from core.models import (
-    ERROR_ALREADY_RESOLVED,
-    ERROR_UNKNOWN_APPROVAL,
-    ApprovalRecord,
-    DecisionInput,
-    PolicyRules,
-    Resolution,
-    request_id_for,
-)
+from core.contract import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL
+from core.models import ApprovalRecord, DecisionInput, PolicyRules, Resolution, request_id_for
 from core.policy import DEFAULT_RULES, evaluate, shell_segments
 
 TOOLS = ["list_dir", "read_file", "write_file", "run_shell", "kv_set", "kv_get"]

@@ -8,7 +8,8 @@ import json
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import SIGNAL_CLOSE, SIGNAL_SET_AUTO_APPROVE, WORKFLOW_TYPE, ConversationInput, ConversationState
+from core.contract import SIGNAL_CLOSE, SIGNAL_SET_AUTO_APPROVE, WORKFLOW_TYPE
+from core.models import ConversationInput, ConversationState
 from demo_model.server import text_reply
 from doors.control import get_state, send_message, set_auto_approve, start_conversation
 from storage.store import ProjectionStore

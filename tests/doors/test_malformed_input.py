@@ -14,7 +14,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
-from core.models import (
+from core.contract import (
     ERROR_ALREADY_RESOLVED,
     ERROR_INVALID_DECISION,
     ERROR_UNKNOWN_APPROVAL,
@@ -22,8 +22,8 @@ from core.models import (
     SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
     UPDATE_DECIDE,
-    DecisionResult,
 )
+from core.models import DecisionResult
 from demo_model.server import text_reply
 from doors.control import get_state, send_message, start_conversation
 from tests.conftest import HistoryRecorder

@@ -10,7 +10,8 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import WORKFLOW_TYPE, ConversationInput, DecisionInput
+from core.contract import WORKFLOW_TYPE
+from core.models import ConversationInput, DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
 from tests.helpers import eventually, wait_pending, wait_status, workspace_of

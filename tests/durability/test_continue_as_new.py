@@ -17,15 +17,8 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
-from core.models import (
-    ERROR_ALREADY_RESOLVED,
-    SIGNAL_APPROVAL_DECISION,
-    UPDATE_DECIDE,
-    WORKFLOW_TYPE,
-    ConversationInput,
-    Decision,
-    DecisionInput,
-)
+from core.contract import ERROR_ALREADY_RESOLVED, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, WORKFLOW_TYPE
+from core.models import ConversationInput, Decision, DecisionInput
 from core.policy import DEFAULT_RULES
 from demo_model.server import text_reply, tool_reply
 from doors.control import get_state, send_decision, send_message

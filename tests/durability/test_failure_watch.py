@@ -22,7 +22,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from config.settings import Settings
-from core.models import SIGNAL_SET_AUTO_APPROVE, UPDATE_DECIDE, DecisionInput
+from core.contract import SIGNAL_SET_AUTO_APPROVE, UPDATE_DECIDE
+from core.models import DecisionInput
 from doors.control import send_decision, start_conversation
 from maintenance.failure_watch import FailureWatch
 from storage.store import ProjectionStore

@@ -11,7 +11,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
-from core.models import (
+from core.contract import (
     ERROR_INVALID_DECISION,
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
@@ -19,9 +19,8 @@ from core.models import (
     SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
     UPDATE_DECIDE,
-    ConversationState,
-    DecisionResult,
 )
+from core.models import ConversationState, DecisionResult
 from doors.control import get_state, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of

@@ -9,7 +9,6 @@ conversation serve every example (bounded time, full shrinking on a failure).
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
-from core.models import (
+from core.contract import (
     ERROR_INVALID_DECISION,
     QUERY_GET_STATE,
     SIGNAL_APPROVAL_DECISION,
@@ -31,11 +30,8 @@ from core.models import (
     SIGNAL_SET_AUTO_APPROVE,
     SIGNAL_SUBMIT_MESSAGE,
     UPDATE_DECIDE,
-    AutoApproveInput,
-    ConversationState,
-    DecisionInput,
-    MessageInput,
 )
+from core.models import AutoApproveInput, ConversationState, DecisionInput, MessageInput
 from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
 from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of
@@ -107,12 +103,6 @@ def is_junk(send: Send) -> bool:
     except ValidationError:
         return True
     return False
-
-
-def within_limits(send: Send) -> bool:
-    """Under Temporal's 2 MB payload limit. An update over it is taken by the server and then fails
-    every workflow task (the worker must echo the request back); that is left to the failure watch."""
-    return len(json.dumps([a for a in send.args if not isinstance(a, RawValue)])) < 1_500_000
 
 
 NAMES = [SIGNAL_SUBMIT_MESSAGE, SIGNAL_APPROVAL_DECISION, SIGNAL_SET_AUTO_APPROVE, SIGNAL_CLOSE]

@@ -18,7 +18,8 @@ from cli.conversations import query_state
 from cli.errors import CliError
 from cli.temporal import Session
 from config.settings import ConfigError, Settings
-from core.models import ERROR_INVALID_DECISION, UPDATE_DECIDE, ChatMessage, DecisionInput
+from core.contract import ERROR_INVALID_DECISION, UPDATE_DECIDE
+from core.models import ChatMessage, DecisionInput
 from demo_model.server import text_reply
 from doors.control import send_decision, start_conversation
 from payload_store import LocalFileDriver, PayloadStoreError, data_converter, external_storage
@@ -67,7 +68,7 @@ def test_a_write_that_dies_before_its_rename_leaves_no_payload_and_no_temporary(
     driver = LocalFileDriver(tmp_path)
     blob = payload("y" * 2000).SerializeToString()
 
-    def crash(src: str, dst: str) -> None:
+    def crash(_src: str, _dst: str) -> None:
         raise OSError("disk gone")
 
     monkeypatch.setattr(os, "replace", crash)

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import SIGNAL_APPROVAL_DECISION, DecisionInput, arguments_hash
+from core.contract import SIGNAL_APPROVAL_DECISION
+from core.models import DecisionInput, arguments_hash
 from doors.control import start_conversation
 from storage.audit import parse_since
 from tests.conftest import HistoryRecorder

@@ -9,11 +9,8 @@ from pathlib import Path
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import (
-    SIGNAL_CLOSE,
-    CloseInput,
-    DecisionInput,
-)
+from core.contract import SIGNAL_CLOSE
+from core.models import CloseInput, DecisionInput
 from demo_model.server import text_reply
 from doors.control import get_state, send_decision, send_message, start_conversation
 from maintenance.rebuild import rebuild_projection

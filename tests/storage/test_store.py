@@ -19,7 +19,7 @@ from core.models import (
     ProjectionEvent,
     ToolResult,
 )
-from storage.claims import DecisionRefused
+from core.refusals import DecisionRefused
 from storage.migrations import latest_version
 from storage.reader import BadCursor
 from storage.store import ProjectionStore

@@ -12,9 +12,9 @@ from temporalio.exceptions import CancelledError
 
 from config.settings import Settings
 from core.models import ConversationState, DecisionInput
+from core.refusals import DecisionRefused
 from demo_model.server import text_reply
 from doors.control import close_conversation, send_decision, start_conversation
-from storage.claims import DecisionRefused
 from tests.conftest import HistoryRecorder
 from tests.failure_support import replay_recorded
 from tests.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status, workspace_of

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import WORKFLOW_TYPE, ConversationInput
+from core.contract import WORKFLOW_TYPE
+from core.models import ConversationInput
 from tests.helpers import approval_row, rows
 from tests.ui.test_ui_events import _read_events
 from tests.ui_fixtures import ServedApp, api_client, seed_conversation, seed_pending
