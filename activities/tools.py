@@ -40,7 +40,7 @@ from workflows.activity_calls import (
     PREVIEW_EFFECT,
     RUN_PYTHON_TOOL,
 )
-from workflows.approved_calls import write_carried
+from workflows.approved_calls import write_handed_resolution
 
 
 class ToolActivities:
@@ -169,11 +169,11 @@ class ToolActivities:
             return await self._once(request, tool, run, beside)
 
     def _beside(self, request: ToolRequest) -> ToolStartWrites:
-        """The writes that go beside this call's tool: its approval's resolution, when it carries
+        """The writes that go beside this call's tool: its approval's resolution, when it was handed
         one (workflows/approved_calls.py), written whatever the tool does."""
         beside = ToolStartWrites()
         if request.resolved is not None:
-            beside.add(lambda: write_carried(request, self._projection))
+            beside.add(lambda: write_handed_resolution(request, self._projection))
         return beside
 
     def _elsewhere(self, request: ToolRequest) -> bool:

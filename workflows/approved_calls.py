@@ -3,9 +3,9 @@ resolution, when the turn's status is published, and which timer ends with the t
 
 A resolution is written once, by one party. Either the workflow writes it with a projection
 activity of its own (`ResolutionMirror.mirror`), or, when an approved tool can start at once,
-the tool's activity carries it (`ToolRequest.resolved`) and writes it beside the tool's launch
-(`write_carried`, called by activities/tools.py). Whichever side comes first in the workflow
-decides, so exactly one writes it. Carrying it saves an activity and a workflow task per
+it is handed to the tool's activity (`ToolRequest.resolved`), which writes it beside the
+tool's launch (`write_handed_resolution`, called by activities/tools.py). Whichever side comes
+first in the workflow decides, so exactly one writes it. Handing it over saves an activity and a workflow task per
 approval, on the path a person waits on.
 
 The turn's status in Temporal's list follows the same path: a decision whose tool starts in the
@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 class ResolutionMirror:
-    """Writes resolutions into the read model, unless the approved tool's activity carries one."""
+    """Writes resolutions into the read model, unless the approved tool's activity was handed it."""
 
     def __init__(self, book: ApprovalBook, status: StatusKeeper, is_closed: Callable[[], bool]) -> None:
         self._book, self._status, self._is_closed = book, status, is_closed
@@ -68,7 +68,7 @@ class ResolutionMirror:
         return ApprovalResolvedProjection(approval=record, conversation=conversation)
 
     async def mirror(self, record: ApprovalRecord, locally: bool = False) -> None:
-        """The request is resolved: write it, unless the approved tool carries it (`locally`: as a
+        """The request is resolved: write it, unless it was handed to the approved tool (`locally`: as a
         local activity, where nothing else waits for the workflow's next task)."""
         if record.request_id in self._handed_to_tool:
             return
@@ -106,15 +106,15 @@ class ResolutionStore(Protocol):
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None: ...
 
 
-async def write_carried(request: ToolRequest, store: ResolutionStore) -> None:
+async def write_handed_resolution(request: ToolRequest, store: ResolutionStore) -> None:
     """The tool activity's side: write the resolution its workflow handed it (`hand_to_tool`)."""
     if request.resolved is not None:
         await store.project_approval_resolved(request.resolved)
 
 
 class ApprovedCalls:
-    """Runs a call on its host and ends what its decision left open: the resolution (when the
-    tool carries it), the held status, and the decision's timer."""
+    """Runs a call on its host and ends what its decision left open: the resolution (when it was
+    handed to the tool), the held status, and the decision's timer."""
 
     def __init__(self, resolutions: ResolutionMirror, status: StatusKeeper, hosts: HostKeeper) -> None:
         self.resolutions, self._status, self._hosts = resolutions, status, hosts
@@ -132,7 +132,7 @@ class ApprovedCalls:
         held_status = catch_up is not None
 
         async def round_by_the_host_queue(sent: ToolRequest) -> ToolRequest:
-            """The call may now wait for its host a while: publish what it would have carried."""
+            """The call may now wait for its host a while: publish what it was handed."""
             if held_status:
                 self._status.catch_up()
             if sent.resolved is not None:
