@@ -50,9 +50,12 @@ with workflow.unsafe.imports_passed_through():
         MoveInput,
         MoveResult,
         PolicyRules,
+        ToolCall,
+        ToolResult,
         ToolStillRunning,
         TurnStatus,
     )
+    from core.tool_registry import Catalog
     from workflows import activity_calls as calls
     from workflows.context import ContextKeeper
     from workflows.decision_handlers import DecisionHandlers
@@ -109,20 +112,12 @@ class ConversationWorkflow(DecisionHandlers):
                 approval_timeout_seconds=start.approval_timeout_seconds,
                 book=self._book,
                 status=self._status,
-                append_message=lambda message: self._messages.append(message),
-                is_closed=lambda: self._closed,
-                auto_approve=lambda: self.auto_approve,
-                get_kv=lambda: self._kv,
-                set_kv=self.replace_kv,
                 hosts=self._hosts,
+                owner=self,
+                outbox=self._outbox,
+                started_by=start.started_by,
                 prescreen_denials=start.prescreen_denials,
                 shadow_policy=start.shadow_policy,
-                started_by=start.started_by,
-                narrow_catalog=lambda catalog: narrow_catalog(catalog, start),
-                delegate=lambda call, arguments: self._delegator.run(call, arguments),
-                outbox=self._outbox,
-                workspace=lambda: self._workspace,
-                transcript=lambda: self._messages,
                 parent_task=start.subagent.task if start.subagent else None,
             ),
             start.used_tool_call_ids,
@@ -261,16 +256,37 @@ class ConversationWorkflow(DecisionHandlers):
         self._last_error = reason
         await self._status.set("failed", [], event="turn.failed", key=turn_id, payload={"reason": reason})
 
-    # ---- state the tool runner reads through its context -----------------------------------
+    # ---- what the tool runner reads and changes (tool_runner.Conversation) -------------------
     @property
     def auto_approve(self) -> bool:
         return self._auto_approve or self._start.policy.mode == "auto_approve"
 
+    def auto_approves(self) -> bool:
+        return self.auto_approve
+
     def is_closed(self) -> bool:
         return self._closed
 
-    def replace_kv(self, kv: dict) -> None:
+    def transcript(self) -> list[ChatMessage]:
+        return self._messages
+
+    def append_message(self, message: ChatMessage) -> None:
+        self._messages.append(message)
+
+    def kv(self) -> dict[str, Any]:
+        return self._kv
+
+    def replace_kv(self, kv: dict[str, Any]) -> None:
         self._kv = dict(kv)
+
+    def workspace_key(self) -> str | None:
+        return self._workspace
+
+    def offered_tools(self, catalog: Catalog) -> Catalog:
+        return narrow_catalog(catalog, self._start)
+
+    async def delegate(self, call: ToolCall, arguments: dict[str, Any]) -> ToolResult:
+        return await self._delegator.run(call, arguments)
 
     # ---- handlers -------------------------------------------------------------------------
     # Every handler takes *args: the SDK then decodes each payload without a type hint, so no

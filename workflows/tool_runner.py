@@ -2,17 +2,17 @@
 
 Allowed calls run at once and their results are recorded at once; every asked call of the
 message gets its own approval request, all open together, each waiting on its own decision.
-The runner holds no reference to the workflow: what it needs arrives in a `ToolContext`, so
-any workflow that runs an agent loop can reuse it.
+What the runner needs of the workflow arrives in a `ToolContext`: values fixed for the run, and
+the conversation itself behind the `Conversation` protocol, the state it reads and changes live.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -53,37 +53,46 @@ with workflow.unsafe.imports_passed_through():
     from workflows.status import StatusKeeper
 
 
+class Conversation(Protocol):
+    """What the runner reads and changes of the conversation that owns it (ConversationWorkflow)."""
+
+    def transcript(self) -> list[ChatMessage]: ...
+    def append_message(self, message: ChatMessage) -> None: ...
+    def is_closed(self) -> bool: ...
+    def auto_approves(self) -> bool: ...
+    def kv(self) -> dict[str, Any]: ...
+    def replace_kv(self, kv: dict[str, Any]) -> None: ...
+    def workspace_key(self) -> str | None:
+        """Whose workspace the tools use (workflows/workspace_choice.py); None: the shared one."""
+
+    def offered_tools(self, catalog: Catalog) -> Catalog:
+        """What the conversation offers of the tools listed this turn (a subagent: its grant)."""
+
+    async def delegate(self, call: ToolCall, arguments: dict[str, Any]) -> ToolResult:
+        """Run a `delegate` call as a child conversation (workflows/delegation.py)."""
+
+
 @dataclass
 class ToolContext:
-    """What the runner needs from the conversation that owns it, passed in explicitly."""
+    """What the runner needs of the conversation that owns it: fixed for a run, or read live
+    through `owner`."""
 
     conversation_id: str
     policy: PolicyRules
     approval_timeout_seconds: float
     book: ApprovalBook
     status: StatusKeeper
-    append_message: Callable[[ChatMessage], None]
-    is_closed: Callable[[], bool]
-    auto_approve: Callable[[], bool]
-    get_kv: Callable[[], dict[str, Any]]
-    set_kv: Callable[[dict[str, Any]], None]
     # Where this conversation's tools run (a host's task queue, chosen once, moved off a host that left).
     hosts: HostKeeper
-    started_by: str | None = None  # who started the conversation, for self-approval rules
-    # What the conversation offers of the listed tools, and how a `delegate` call runs (subagents).
-    narrow_catalog: Callable[[Catalog], Catalog] | None = None
-    delegate: Callable[[ToolCall, dict[str, Any]], Awaitable[ToolResult]] | None = None
+    owner: Conversation
     # Where requests send their notifications (kept across continue-as-new by the conversation).
-    outbox: NotificationOutbox = field(default_factory=NotificationOutbox)
-    # Whose workspace the tools use (workflows/workspace_choice.py); None: the shared directory.
-    workspace: Callable[[], str | None] = lambda: None
+    outbox: NotificationOutbox
+    started_by: str | None = None  # who started the conversation, for self-approval rules
     # Calls the pre-screen denied so far in this conversation (its breaker), carried across runs.
     prescreen_denials: int = 0
     # [shadow] rules, judged beside the live ones (workflows/shadow_rules.py); None: none.
     shadow_policy: PolicyRules | None = None
-    # The transcript so far and a subagent's task: why the agent wants a call (core/why.py).
-    transcript: Callable[[], list[ChatMessage]] = lambda: []
-    parent_task: str | None = None
+    parent_task: str | None = None  # a subagent's task: why the agent wants a call (core/why.py)
 
 
 class ToolRunner:
@@ -93,13 +102,13 @@ class ToolRunner:
         self._catalog: Catalog = BUILTIN_CATALOG
         # Approved tools run one at a time, in the order their decisions arrive.
         self._lock = asyncio.Lock()
-        self._resolutions = ResolutionMirror(context.book, context.status, context.is_closed)
+        self._resolutions = ResolutionMirror(context.book, context.status, context.owner.is_closed)
         self.approved = ApprovedCalls(self._resolutions, context.status, context.hosts)
         self._shadow = ShadowRules(context.shadow_policy, context.status, context.book.pending)
         self._judge = CallJudge(
             context.policy,
             context.book,
-            context.auto_approve,
+            context.owner.auto_approves,
             context.started_by,
             context.conversation_id,
             self._shadow.rules,
@@ -116,9 +125,9 @@ class ToolRunner:
             context.conversation_id,
             context.policy,
             context.book,
-            context.workspace,
+            context.owner.workspace_key,
             context.hosts.queue_now,
-            context.transcript,
+            context.owner.transcript,
             context.parent_task,
         )
         self._reask_watchers: list[asyncio.Future[None]] = []
@@ -140,18 +149,17 @@ class ToolRunner:
             return self._catalog
         try:
             listing = ListToolsInput(
-                conversation_id=self._ctx.conversation_id, turn_id=turn_id, workspace=self._ctx.workspace()
+                conversation_id=self._ctx.conversation_id, turn_id=turn_id, workspace=self._ctx.owner.workspace_key()
             )
             listed = await calls.list_tools(listing)
         except ActivityError as err:
             why = f"the tools could not be listed: {err.__cause__ or err}"
             listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
         self._catalog = Catalog(listed.tools, listed.unavailable)
-        if self._ctx.narrow_catalog is not None:
-            self._catalog = self._ctx.narrow_catalog(self._catalog)
+        self._catalog = self._ctx.owner.offered_tools(self._catalog)
         if listed.unavailable:
             down = "; ".join(f"{source}: {why}" for source, why in sorted(listed.unavailable.items()))
-            self._ctx.append_message(
+            self._ctx.owner.append_message(
                 ChatMessage(
                     role="system",
                     name=TOOLS_UNAVAILABLE_NAME,
@@ -228,7 +236,7 @@ class ToolRunner:
             for plan in asked
             if plan.spec is not None
         ]
-        last_user = next((m.content for m in reversed(self._ctx.transcript()) if m.role == "user"), None)
+        last_user = next((m.content for m in reversed(self._ctx.owner.transcript()) if m.role == "user"), None)
         for plan, record in zip(asked, await self.before_asking.decide(calls_asked, last_user), strict=True):
             if record is not None and record.resolution is not None:
                 plan.verdict = "decided"
@@ -257,7 +265,7 @@ class ToolRunner:
                 if record.resolution not in APPROVED_RESOLUTIONS:
                     self._record(plan.call, outcome_message(record))
                     return
-            if self._ctx.is_closed():
+            if self._ctx.owner.is_closed():
                 self._record(plan.call, "Not run: the conversation was closed first.")
                 return
             arguments, note = ran_with(record, record.arguments if record is not None else plan.arguments)
@@ -331,7 +339,7 @@ class ToolRunner:
         """Once decided, run a request opened outside a model's message; None: it did not run."""
         await _decided(record)
         spec = BUILTIN_CATALOG.tools.get(record.tool_name)
-        if record.resolution not in APPROVED_RESOLUTIONS or spec is None or self._ctx.is_closed():
+        if record.resolution not in APPROVED_RESOLUTIONS or spec is None or self._ctx.owner.is_closed():
             self.approved.cancel_decided_timers()
             return None
         call = ToolCall(id=record.tool_call_id, name=record.tool_name, arguments="{}")
@@ -351,7 +359,7 @@ class ToolRunner:
         await calls.project(
             ApprovalRequestedProjection(
                 approval=record,
-                kv_snapshot=ctx.get_kv(),
+                kv_snapshot=ctx.owner.kv(),
                 conversation=status.snapshot("awaiting_approval", book.pending(), events),
             )
         )
@@ -373,8 +381,8 @@ class ToolRunner:
         record: ApprovalRecord | None = None,
     ) -> ToolResult:
         ctx = self._ctx
-        if spec.source == "subagent" and ctx.delegate is not None:  # a child conversation, no activity
-            return await ctx.delegate(call, arguments)
+        if spec.source == "subagent":  # a child conversation, no activity
+            return await ctx.owner.delegate(call, arguments)
         main_argument = main_argument_text(spec, arguments)
         request = ToolRequest(
             conversation_id=ctx.conversation_id,
@@ -383,10 +391,10 @@ class ToolRunner:
             request_id=record.request_id if record is not None else request_id_for(ctx.conversation_id, call.id),
             tool_name=spec.name,
             arguments=arguments,
-            kv=ctx.get_kv(),
+            kv=ctx.owner.kv(),
             tool=None if spec.source == "builtin" else spec,
             network=network_allowed(ctx.policy, spec, main_argument),
-            workspace=ctx.workspace(),
+            workspace=ctx.owner.workspace_key(),
             target_hash=Previewer.target_hash(record, spec.name),
         )
         tool_waits = self._lock.locked()
@@ -394,11 +402,11 @@ class ToolRunner:
             summary = f"{spec.name}: {main_argument[:80]}"
             result = await self.approved.run(request, record, spec.source, summary, tool_waits)
         if result.kv is not None:
-            ctx.set_kv(result.kv)
+            ctx.owner.replace_kv(result.kv)
         return result
 
     def _record(self, call: ToolCall, content: str) -> None:
-        self._ctx.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
+        self._ctx.owner.append_message(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content))
 
 
 async def _decided(record: ApprovalRecord) -> None:

@@ -47,7 +47,7 @@ class Undoer:
         if not undo.request_id.startswith(prefix):
             return UndoResult(refused=f"{undo.request_id} is not a request of conversation {ctx.conversation_id}")
         prepare = PrepareUndoInput(
-            conversation_id=ctx.conversation_id, request_id=undo.request_id, workspace=ctx.workspace()
+            conversation_id=ctx.conversation_id, request_id=undo.request_id, workspace=ctx.owner.workspace_key()
         )
         plan = await calls.prepare_undo(prepare, await self._tool_queue())
         if plan.refused is not None or plan.path is None or plan.content is None:
@@ -89,10 +89,10 @@ class Undoer:
             await watcher
             if result is not None and not result.is_error and result.stale_target is None:
                 path, _ = UNDO_TOOL.written(record.arguments)
-                self._ctx.append_message(
+                self._ctx.owner.append_message(
                     ChatMessage(role="system", content=undo_note(record.decided_by, original, path))
                 )
-            if not self._ctx.is_closed():  # between turns again
+            if not self._ctx.owner.is_closed():  # between turns again
                 pending = self._ctx.book.pending()
                 after: TurnStatus = "awaiting_approval" if pending else "idle"
                 await self._ctx.status.set(after, pending, event="undo.settled", key=record.request_id)
