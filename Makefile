@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/mypy .
 
 # Tests run in parallel processes (pytest-xdist), each with its own Temporal dev server; a process
-# takes a whole module at a time (its module fixtures start once), the longest first (tests/run_order.py).
+# takes a whole module at a time (its module fixtures start once), the longest first (tests/support/run_order.py).
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 

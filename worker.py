@@ -98,7 +98,7 @@ class HostWorker:
                     self.shared.client,
                     self.projection,
                     settings.host_name,
-                    settings.host_task_queue,
+                    settings.host_queue,
                     self.saves,
                     settings.workspace_dir,
                 )
@@ -113,7 +113,7 @@ class HostWorker:
         do, and stops before their databases close."""
         async with self:
             settings = self.settings
-            noting = keep_noting(self.projection, settings.host_name, settings.host_task_queue)
+            noting = keep_noting(self.projection, settings.host_name, settings.host_queue)
             tasks = [asyncio.create_task(job) for job in (beside, noting) if job is not None]
             try:
                 await (stop or asyncio.Event()).wait()
@@ -129,7 +129,7 @@ class HostWorker:
 
 
 def build_worker(client: Client, settings: Settings | None = None, **worker_options: Any) -> HostWorker:
-    """A worker for settings.task_queue and this host's queue; tests pass their own settings and options."""
+    """A worker for settings.task_queue and settings.host_queue; tests pass their own settings and options."""
     settings = settings or Settings()
     settings.workspace_dir.mkdir(parents=True, exist_ok=True)
     # The host's name, read once: WORKER_HOST, or the id kept in the workspace (config/host_identity.py).
@@ -159,12 +159,12 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         projection,
         sources,
         sandbox,
-        settings.host_task_queue,
+        settings.host_queue,
         settings.max_read_bytes(),
         settings.undo_retention,
         saves,
     )
-    hosts = HostActivities(settings.host_task_queue, projection)
+    hosts = HostActivities(settings.host_queue, projection)
     notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
     writes = ProjectionActivities(projection)
     projection.on_resolved(notify.message_decided)  # a decided request's Slack messages say so
@@ -207,7 +207,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     )
     host = Worker(
         client,
-        task_queue=settings.host_task_queue,
+        task_queue=settings.host_queue,
         activities=runners,
         graceful_shutdown_timeout=worker_options["graceful_shutdown_timeout"],
     )
@@ -245,10 +245,10 @@ async def main() -> None:
     logging.info("tool sandbox: %s", describe_sandbox(settings.sandbox_policy()))
     settings = worker.settings
     logging.info(
-        "worker ready: host %s, task queues %s and %s on %s",
+        "worker ready: host %s, shared queue %s and host queue %s on %s",
         settings.host_name,
         settings.task_queue,
-        settings.host_task_queue,
+        settings.host_queue,
         settings.temporal_address,
     )
     stop = asyncio.Event()
@@ -256,7 +256,7 @@ async def main() -> None:
     # Beside the worker, through its own store (one writer per process): shows a conversation whose
     # workflow task keeps failing as failed, with why.
     failures = FailureWatch(client, worker.projection, settings.failure_watch_interval).run()
-    # And tools an earlier release left on the queue of a host that is gone (maintenance/stranded_tools.py).
+    # And tools an earlier release left on the host queue of a host that is gone (maintenance/stranded_tools.py).
     stranded = watch_stranded(client, settings.host_gone_seconds)
     # And POLICY_FILE: a change of the rules reaches every open conversation (doors/policy_reload.py).
     rules = watch_policy_file(client, settings, worker.projection)

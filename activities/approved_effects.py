@@ -11,7 +11,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.ledger import Ledger
 from core.contract import ERROR_NOT_APPROVED
-from core.models import APPROVED_RESOLUTIONS, ToolResult
+from core.conversation_model import APPROVED_RESOLUTIONS
+from core.tool_run_model import ToolResult
 from durable_approvals.types import (
     APPROVED_EFFECT_BEGIN,
     APPROVED_EFFECT_FINISH,

@@ -45,16 +45,16 @@ async def hand_over(
     client: Client,
     projection: ProjectionStore,
     host: str,
-    task_queue: str,
+    host_queue: str,
     saves: WorkspaceSaves | None,
     workspace_dir: Path,
 ) -> int:
     """Save, note the host as stopped, signal its conversations; how many were told."""
     saved = await save_workspaces(saves, workspace_dir) if saves is not None else 0
-    await projection.note_host(host, task_queue, stopping=True)
+    await projection.note_host(host, host_queue, stopping=True)
     conversations = await projection.conversations_on_host(host)
     gate = asyncio.Semaphore(_PARALLEL_SIGNALS)
-    left = HostLeft(task_queue=task_queue, saved=saves is not None)
+    left = HostLeft(task_queue=host_queue, saved=saves is not None)
 
     async def tell(conversation_id: str) -> bool:
         async with gate:

@@ -13,12 +13,12 @@ NOTE_EVERY_SECONDS = 15.0
 
 
 async def keep_noting(
-    projection: ProjectionStore, host: str, task_queue: str, every: float = NOTE_EVERY_SECONDS
+    projection: ProjectionStore, host: str, host_queue: str, every: float = NOTE_EVERY_SECONDS
 ) -> None:
     """Until cancelled: this host was seen now (a failed write is tried again at the next beat)."""
     while True:
         try:
-            await projection.note_host(host, task_queue)
+            await projection.note_host(host, host_queue)
         except Exception as err:
             logger.warning("could not note host %s as up: %s", host, err)
         await asyncio.sleep(every)

@@ -23,7 +23,7 @@ from config.errors import ConfigError
 from config.prescreen_section import PrescreenConfig
 from core.approvers import may_decide
 from core.grants import JudgeInput, JudgeVerdict, covering_grant
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from core.tool_specs import TOOL_SPECS
 from storage.store import ProjectionStore
 from workflows.activity_calls import JUDGE_CALL

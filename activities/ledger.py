@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from core.models import ToolResult
+from core.tool_run_model import ToolResult
 from storage.backend import Backend, Tx, open_backend, run_autocommit
 from storage.writes import now_iso
 

@@ -20,8 +20,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.stream_publisher import DeltaPublisher, DeltaSink
+from core.chat_model import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 from core.contract import ERROR_LLM_EMPTY_RESPONSE
-from core.models import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 from workflows.activity_calls import CALL_LLM
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from temporalio.exceptions import ApplicationError
 
 from activities.stream_publisher import DeltaPublisher
+from core.chat_model import LlmReply, TokenUsage, ToolCall
 from core.contract import ERROR_LLM_STREAM_CUT
-from core.models import LlmReply, TokenUsage, ToolCall
 
 EVENT_STREAM = "text/event-stream"
 

@@ -31,7 +31,8 @@ from activities.mcp_launch import stdio_parameters
 from activities.mcp_stderr import StderrTail
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from config.tools_section import McpServerConfig
-from core.models import ToolDef, ToolResult
+from core.tool_model import ToolDef
+from core.tool_run_model import ToolResult
 
 log = logging.getLogger("activities.mcp_servers")
 OPEN_TIMEOUT_SECONDS = 30.0
@@ -39,7 +40,7 @@ INSTANCE_VARIABLE = "MCP_SERVER_INSTANCE"  # marks the process this connection s
 
 
 class McpServerFailed(RuntimeError):
-    """A stdio server ended before it answered; the message carries the last lines of its stderr."""
+    """A stdio server ended before it answered; the message holds the last lines of its stderr."""
 
 
 def reason(err: BaseException) -> str:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from activities.builtin_tools import truncate
 from config.tools_section import McpServerConfig
-from core.models import PermissionType, ToolDef, ToolResult
+from core.tool_model import PermissionType, ToolDef
+from core.tool_run_model import ToolResult
 
 if TYPE_CHECKING:
     import mcp_types

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from storage import elicitations
 from storage.store import ProjectionStore
 

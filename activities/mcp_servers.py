@@ -24,7 +24,7 @@ from activities.mcp_elicitation import ElicitationDesk
 from activities.sandbox import SandboxPolicy
 from activities.workspaces import holds_workspaces, workspace_for
 from config.tools_section import McpServerConfig
-from core.models import ToolDef
+from core.tool_model import ToolDef
 
 if TYPE_CHECKING:
     from activities.mcp_connection import McpConnection

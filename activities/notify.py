@@ -29,7 +29,8 @@ from channels.base import Channel, Sent, card_url
 from config.notify_section import NotifyConfig
 from config.telemetry import span
 from core.contract import ERROR_NOTIFICATION_REJECTED
-from core.models import ApprovalRecord, NotificationInput, ToolResult
+from core.conversation_model import ApprovalRecord, NotificationInput
+from core.tool_run_model import ToolResult
 from workflows.activity_calls import NOTIFY_APPROVAL
 
 RETRIED_STATUSES = {408, 425, 429}

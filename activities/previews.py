@@ -22,7 +22,6 @@ from activities.beneath import Check, LinkRefused, read_beneath
 from activities.file_state import Current, current_content
 from activities.sandbox import SandboxUnavailable, hidden_inside, tool_uid
 from activities.workspaces import Workspace
-from core.models import PreviewInput
 from core.previews import (
     ABSENT,
     EffectPreview,
@@ -33,6 +32,7 @@ from core.previews import (
     unpack_content,
     unreadable_preview,
 )
+from core.tool_run_model import PreviewInput
 from core.tool_specs import InvalidToolCall, builtin_tool
 
 
@@ -91,7 +91,7 @@ def read_as_the_tool_sees(ws: Workspace, path: str) -> Current | None:
 
 def _seen_alike(device: int, uid: int | None) -> Check:
     """Refuses a handle the sandbox might show otherwise: another filesystem (a mount the sandbox's
-    view may not carry), or one the uid tools run as does not own and may not read or search."""
+    view may not hold), or one the uid tools run as does not own and may not read or search."""
 
     def check(fd: int) -> None:
         info = os.fstat(fd)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from temporalio import activity
 
 from config.telemetry import current_traceparent, span
-from core.models import (
-    ApprovalRecord,
+from core.conversation_model import ApprovalRecord
+from core.projection_model import (
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
     CompactionProjection,

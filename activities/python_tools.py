@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from activities.builtin_tools import truncate
 from activities.heartbeat import heartbeating
 from approvals_tools import PythonTool, tools_of
-from core.models import ToolDef, ToolResult
+from core.tool_model import ToolDef
+from core.tool_run_model import ToolResult
 from core.tool_specs import TOOL_SPECS
 
 

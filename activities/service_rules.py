@@ -12,7 +12,8 @@ from typing import Any
 from temporalio import activity
 
 from config.settings import Settings
-from core.models import ServiceRules, arguments_hash
+from core.conversation_model import arguments_hash
+from core.policy_rules import ServiceRules
 from storage.store import ProjectionStore
 from workflows.activity_calls import SERVICE_RULES
 

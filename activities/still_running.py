@@ -1,7 +1,7 @@
 """An approved tool that runs long tells its workflow so, once, after the seconds its request names.
 
 The workflow holds the turn's status in Temporal's list back while a decided call's tool starts
-(workflows/approved_calls.py): the deciding workflow task then carries no search attribute update and no
+(workflows/approved_calls.py): the deciding workflow task then holds no search attribute update and no
 timer, and the tool's result publishes the status. A tool still running past the catch-up signals
 `tool_still_running`, and the status is published then; a quick tool sends nothing.
 """
@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator
 
 from temporalio import activity
 
-from core.models import SIGNAL_TOOL_STILL_RUNNING, ToolRequest, ToolStillRunning
+from core.contract import SIGNAL_TOOL_STILL_RUNNING
+from core.tool_run_model import ToolRequest, ToolStillRunning
 
 
 @contextlib.asynccontextmanager

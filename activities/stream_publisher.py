@@ -2,7 +2,7 @@
 
 One event per flush, not per token: the first piece goes out at once (time to first token), later
 pieces gather for `every` seconds. Each event names the conversation, the turn, the model call
-(activity id), the attempt and a sequence number, and carries the text's offset, so a reader can
+(activity id), the attempt and a sequence number, and holds the text's offset, so a reader can
 put pieces in order and tell a retried call (a new attempt) from the one it replaces. A write that
 fails is logged and skipped: the stream is a view; the recorded message is the truth.
 """
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.stream_events import EVENT_MESSAGE_DELTA
 
 FLUSH_EVERY_SECONDS = 0.1

@@ -12,7 +12,7 @@ from activities.mcp_servers import McpServers
 from activities.python_tools import load_python_tools, python_tool_definition
 from activities.sandbox import SandboxPolicy
 from config.tools_section import ToolsConfig
-from core.models import ToolCatalog
+from core.tool_model import ToolCatalog
 from core.tool_specs import TOOL_SPECS
 from workflows.delegation import DELEGATE_TOOL
 

@@ -26,8 +26,10 @@ from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import Ready, no_wait, workspace_for
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.hosts import EVENT_NOT_SAVED, WorkspaceRestored, WorkspaceSaved
-from core.models import ListToolsInput, PreviewInput, ProjectionEvent, ToolCatalog, ToolDef, ToolRequest, ToolResult
 from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
+from core.projection_model import ProjectionEvent
+from core.tool_model import ToolCatalog, ToolDef
+from core.tool_run_model import ListToolsInput, PreviewInput, ToolRequest, ToolResult
 from core.tool_specs import TOOL_SPECS, InvalidToolCall, builtin_tool
 from core.undo import PrepareUndoInput, UndoPlan
 from storage.previous_content import PreviousContent
@@ -60,7 +62,7 @@ class ToolActivities:
         self._undo_retention = undo_retention_seconds
         self._workspace_dir = workspace_dir
         self._max_read_bytes = max_read_bytes
-        self._host_queue = host_queue  # this worker's host task queue: it runs requests meant for it
+        self._host_queue = host_queue  # this worker's host queue: it runs requests meant for it
         self._sandbox = sandbox or SandboxPolicy()
         self._ledger = ledger
         self._projection = projection
@@ -426,5 +428,5 @@ def _finished(result: ToolResult) -> str:
 
 def _definition(request: ToolRequest) -> ToolDef:
     if request.tool is None:
-        raise ValueError(f"request {request.request_id} carries no tool definition")
+        raise ValueError(f"request {request.request_id} holds no tool definition")
     return request.tool

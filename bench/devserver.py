@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.processes import DevServer
+from tests.support.processes import DevServer
 
 BenchServer = DevServer
 

@@ -18,7 +18,7 @@ from temporalio.client import Client, WorkflowHistory
 
 from bench import script
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from storage.backend import is_postgres
 from storage.db import connect_reader

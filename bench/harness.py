@@ -25,8 +25,8 @@ from bench import script
 from bench.devserver import BenchServer
 from config.settings import Settings
 from demo_model.server import ScriptedModelServer
-from tests.postgres import PostgresServer
-from tests.processes import REPO_ROOT, process_env
+from tests.support.postgres import PostgresServer
+from tests.support.processes import REPO_ROOT, process_env
 
 DEFAULT_CACHE = 1000  # the SDK's default max_cached_workflows
 APPROVAL_TIMEOUT = 7 * 24 * 3600.0

@@ -26,8 +26,8 @@ from bench.machine import describe_machine
 from bench.script import start_model
 from bench.stats import summary_ms
 from config.settings import Settings
-from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook
-from tests.processes import free_port
+from tests.support.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook
+from tests.support.processes import free_port
 from workflows.activity_calls import EXECUTE_TOOL
 
 SECRET_ENV = "BENCH_HOOK_SECRET"

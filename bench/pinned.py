@@ -19,7 +19,8 @@ import openai
 
 from activities.llm import _wire_message
 from bench import script
-from core.models import ApprovalRecord, ChatMessage, ToolCall, request_id_for
+from core.chat_model import ChatMessage, ToolCall
+from core.conversation_model import ApprovalRecord, request_id_for
 from core.tool_specs import BUILTIN_CATALOG
 from workflows.conversation import SYSTEM_PROMPT
 

@@ -41,10 +41,11 @@ from config.prescreen_section import PrescreenConfig, parse_prescreen
 from core.approvers import approvers_for
 from core.fatigue import FatigueLimits, suggest_rules
 from core.grant_patterns import grant_rules
-from core.models import PolicyRules, RuleVerdict, ToolDef
 from core.policy import DEFAULT_RULES, evaluate
+from core.policy_rules import PolicyRules, RuleVerdict
 from core.prescreen import covers
 from core.prescreen_verdict import PrescreenVerdict
+from core.tool_model import ToolDef
 from core.tool_specs import TOOL_SPECS, main_argument_text
 from demo_model.script import respond
 from demo_model.server import ScriptedModelServer

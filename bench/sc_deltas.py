@@ -17,7 +17,7 @@ from typing import Any
 
 from activities.stream_publisher import DeltaPublisher
 from bench.harness import Bench, say
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.store import ProjectionStore
 
 PIECES = 40  # pieces a reply

@@ -16,7 +16,7 @@ from typing import Any
 from bench.drive import approval_latencies, approve, new_ids, pending_requests, scalar, start_all, wait_pending
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import summary_ms
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision
 from workflows.activity_calls import EXECUTE_TOOL
 

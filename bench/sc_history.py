@@ -29,7 +29,7 @@ from bench.stats import median
 from config.settings import Settings
 from core.compaction import is_summary_request
 from core.contract import SIGNAL_SUBMIT_MESSAGE, WORKFLOW_TYPE
-from core.models import ConversationInput, MessageInput
+from core.conversation_model import ConversationInput, MessageInput
 from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes
 

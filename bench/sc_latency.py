@@ -25,7 +25,7 @@ from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, percentile, summary_ms
 from config.settings import Settings
 from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from core.refusals import ClaimedDecision
 from storage.store import ProjectionStore
 from workflows.activity_calls import EXECUTE_TOOL

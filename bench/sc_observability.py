@@ -22,7 +22,7 @@ from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import summary_ms
 from storage.store import ProjectionStore
 from tests.observability.otlp_receiver import OtlpReceiver
-from tests.processes import free_port
+from tests.support.processes import free_port
 from workflows.activity_calls import EXECUTE_TOOL
 
 SCRAPE_SECONDS = 15.0  # Prometheus' usual interval, and the compose configuration's

@@ -24,8 +24,8 @@ from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.stats import median, mib
 from config.settings import Settings
 from core.contract import QUERY_GET_STATE
-from core.models import ConversationState
-from tests.processes import REPO_ROOT
+from core.conversation_model import ConversationState
+from tests.support.processes import REPO_ROOT
 
 SMALL_CACHE = 10
 SETTLE_SECONDS = 3.0

@@ -22,7 +22,7 @@ from bench.drive import activity_completed_at, new_ids, pending_requests, start_
 from bench.harness import DEFAULT_CACHE, Bench, say
 from bench.stats import summary_ms
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision
 from workflows.activity_calls import CALL_LLM, PROJECT_APPROVAL_REQUESTED
 

@@ -26,7 +26,7 @@ from bench import stream_probe
 from bench.harness import DEFAULT_CACHE, Bench, say
 from bench.stats import summary_ms
 from core.contract import QUERY_GET_STATE
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from demo_model.server import ScriptedModelServer, text_reply
 from doors.control import start_conversation
 from storage.store import ProjectionStore

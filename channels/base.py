@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.models import ApprovalRecord, NotificationInput
+from core.conversation_model import ApprovalRecord, NotificationInput
 from core.wire_model import WireModel
 
 if TYPE_CHECKING:  # the activity hands a client in; the settings load without httpx
@@ -74,7 +74,7 @@ class Channel(WireModel):
     # That door's own settings: the file's top-level table named like the kind (`[slack]`).
     door_settings: ClassVar[type[BaseModel] | None] = None
     # The module whose `router` the UI mounts for that door. Named, not imported: channels sit
-    # below the UI (tests/doors/test_import_rules.py).
+    # below the UI (tests/project/test_import_rules.py).
     door_router: ClassVar[str | None] = None
 
     async def send(self, http: httpx.AsyncClient, notification: NotificationInput, link: str) -> Sent:

@@ -20,7 +20,7 @@ from channels import slack_api
 from channels.base import IDEMPOTENCY_HEADER, Channel, Sent, Updated, from_env
 from channels.slack_preview import preview_blocks
 from channels.slack_text import HIDDEN_NOTE, slack_safe
-from core.models import ApprovalRecord, NotificationInput
+from core.conversation_model import ApprovalRecord, NotificationInput
 from core.wire_model import WireModel
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from channels.slack_text import slack_safe
-from core.models import NotificationInput
+from core.conversation_model import NotificationInput
 
 DIFF_LINES_SHOWN = 12
 DIFF_CHARS_SHOWN = 1200

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from channels.base import IDEMPOTENCY_HEADER, Channel, Sent, from_env
-from core.models import NotificationInput
+from core.conversation_model import NotificationInput
 
 if TYPE_CHECKING:
     import httpx

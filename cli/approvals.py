@@ -18,11 +18,11 @@ from cli.grants import announce, check_grant_usage, grant_for_approval, keep_alw
 from cli.output import more_pages, note, print_json, short_time, shown, table, tool_call_text, tool_origin_text
 from cli.questions import print_questions
 from cli.temporal import Session, rpc
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 
 if TYPE_CHECKING:
+    from core.conversation_model import Decision
     from core.grants import Grant
-    from core.models import Decision
     from storage.store import ProjectionStore
 
 

@@ -15,7 +15,7 @@ from cli.temporal import Session, rpc
 
 async def extend(args: argparse.Namespace, session: Session) -> int:
     from cli.users import who_decides
-    from core.models import ExtensionInput
+    from core.conversation_model import ExtensionInput
     from core.refusals import DecisionRefused
     from doors.control import extend_approval
 

@@ -66,7 +66,7 @@ async def _probe(whole: ModelEndpoint, streaming: ModelEndpoint, stream_setting:
     """A plain reply, a tool call, a reply after the tool's result, then the same call streamed."""
     from temporalio.exceptions import ApplicationError
 
-    from core.models import ChatMessage
+    from core.chat_model import ChatMessage
 
     ask = [ChatMessage(role="user", content=PROBE_ASK)]
     try:

@@ -46,8 +46,8 @@ async def edit(args: argparse.Namespace, session: Session) -> int:
     from cli.approvals import refusal_of
     from cli.users import who_decides
     from core.contract import ERROR_EDIT_UNCHECKED
+    from core.conversation_model import DecisionInput
     from core.edits import changes
-    from core.models import DecisionInput
     from core.refusals import DecisionRefused
     from doors.control import send_decision
 

@@ -17,8 +17,8 @@ from cli.output import note, print_json, short_time, shown, table
 from cli.temporal import Session
 
 if TYPE_CHECKING:
+    from core.conversation_model import DecisionInput
     from core.grants import Grant
-    from core.models import DecisionInput
     from doors.grants import MadeGrant
 
 

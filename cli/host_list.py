@@ -2,7 +2,7 @@
 
 The projection lists the hosts (the workers note themselves on start, while running and when
 stopping) and, per host, its open conversations and the tools waiting for it. Temporal says when a
-worker last polled each host's queue; a Temporal that is down or slow makes that column "unknown"
+worker last polled each host queue; a Temporal that is down or slow makes that column "unknown"
 (bounded by --timeout) instead of hanging the listing, which the projection alone can give.
 """
 
@@ -26,7 +26,7 @@ UNKNOWN = "unknown"  # Temporal could not say when the host was last polled
 async def hosts(args: argparse.Namespace, session: Session) -> int:
     rows = await session.store().hosts()
     for row in rows:
-        row["task_queue"] = row["task_queue"] or _queue_of(session, row["host"])
+        row["task_queue"] = row["task_queue"] or _host_queue_of(session, row["host"])
     polls = await _last_polls(session, [row["task_queue"] for row in rows], args.timeout) if rows else []
     listing = [
         {
@@ -51,11 +51,11 @@ async def hosts(args: argparse.Namespace, session: Session) -> int:
     return EXIT_OK
 
 
-def _queue_of(session: Session, host: str) -> str:
-    """A host no worker registered (only a conversation names it): this deployment's queue for it."""
+def _host_queue_of(session: Session, host: str) -> str:
+    """A host no worker registered (only a conversation names it): this deployment's host queue for it."""
     from dataclasses import replace
 
-    return replace(session.settings, worker_host=host).host_task_queue
+    return replace(session.settings, worker_host=host).host_queue
 
 
 def _cells(item: dict[str, Any]) -> list[object]:
@@ -72,30 +72,30 @@ def _cells(item: dict[str, Any]) -> list[object]:
     ]
 
 
-async def _last_polls(session: Session, queues: list[str], timeout: float) -> list[str | None]:
-    """Per queue: the newest poll (ISO), None when no worker is listed, UNKNOWN when Temporal
+async def _last_polls(session: Session, host_queues: list[str], timeout: float) -> list[str | None]:
+    """Per host queue: the newest poll (ISO), None when no worker is listed, UNKNOWN when Temporal
     did not answer within timeout seconds."""
     try:
         client = await asyncio.wait_for(session.client(), timeout)
     except TimeoutError:
         note(f"Last polls unknown: Temporal did not answer within {timeout:g}s.")
-        return [UNKNOWN] * len(queues)
+        return [UNKNOWN] * len(host_queues)
     except CliError as err:
         if err.code != EXIT_FAILED:  # a bad setting is still bad usage
             raise
         note(f"Last polls unknown: {err}")
-        return [UNKNOWN] * len(queues)
-    return list(await asyncio.gather(*(_last_poll(client, queue, timeout) for queue in queues)))
+        return [UNKNOWN] * len(host_queues)
+    return list(await asyncio.gather(*(_last_poll(client, host_queue, timeout) for host_queue in host_queues)))
 
 
-async def _last_poll(client: Client, queue: str, timeout: float) -> str | None:
+async def _last_poll(client: Client, host_queue: str, timeout: float) -> str | None:
     from datetime import timedelta
 
     from config.host_polls import last_poll
 
     try:
         found: datetime | None = await asyncio.wait_for(
-            last_poll(client, queue, timeout=timedelta(seconds=timeout)), timeout + 1
+            last_poll(client, host_queue, timeout=timedelta(seconds=timeout)), timeout + 1
         )
     except Exception:  # an RPC error or a timeout: this host's poll is unknown, the rest still shows
         return UNKNOWN

@@ -22,12 +22,12 @@ async def move(args: argparse.Namespace, session: Session) -> int:
     from core.refusals import DecisionRefused
     from doors.control import move_conversation
 
-    to_queue = replace(session.settings, worker_host=args.to).host_task_queue
+    host_queue = replace(session.settings, worker_host=args.to).host_queue
     by = (await who_decides(args, session))[0]
     client = await session.client()
     try:
         moved = await rpc(
-            move_conversation(client, args.conversation, to_queue, by, "cli"), f"moving {args.conversation}"
+            move_conversation(client, args.conversation, host_queue, by, "cli"), f"moving {args.conversation}"
         )
     except DecisionRefused as err:
         raise refused(f"moving {args.conversation}: {err}") from None

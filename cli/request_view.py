@@ -14,7 +14,7 @@ from cli.errors import EXIT_OK, refused
 from cli.output import print_json, short_time, shown, tool_call_text, tool_origin_text
 from cli.temporal import Session
 
-REQUEST_PREFIX = "perm_"  # request ids are perm_CONVERSATION_CALL (core/models.request_id_for)
+REQUEST_PREFIX = "perm_"  # request ids are perm_CONVERSATION_CALL (core/conversation_model.request_id_for)
 
 
 def is_request_id(text: str) -> bool:

@@ -18,7 +18,7 @@ from cli.output import print_json, shown, table
 from cli.temporal import Session
 
 if TYPE_CHECKING:
-    from core.models import PolicyRules
+    from core.policy_rules import PolicyRules
 
 
 async def rules(args: argparse.Namespace, session: Session) -> int:

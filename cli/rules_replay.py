@@ -18,7 +18,7 @@ from cli.rules import since_of
 from cli.temporal import Session
 
 if TYPE_CHECKING:
-    from core.models import PolicyRules
+    from core.policy_rules import PolicyRules
 
 
 def load_new_policy(path: str) -> PolicyRules:

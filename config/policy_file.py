@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from config.notify_section import NotifyConfig
     from config.sandbox_section import SandboxSection
     from config.tools_section import ToolsConfig
-    from core.models import PolicyRules
+    from core.policy_rules import PolicyRules
 
 RULE_KEYS = ("mode", "allow", "ask", "deny", "network")
 log = logging.getLogger(__name__)
@@ -63,8 +63,8 @@ class PolicyFile:
     def rules(self) -> PolicyRules:
         """The permission and approver rules; the built-in default without a file."""
         # Imported here: pydantic models cost every short CLI command a quarter second at start.
-        from core.models import PolicyRules
         from core.policy import DEFAULT_RULES, InvalidRule, validate_rules
+        from core.policy_rules import PolicyRules
 
         if self.name is None:
             return DEFAULT_RULES
@@ -109,8 +109,8 @@ class PolicyFile:
     @cached_property
     def delegation_rules(self) -> PolicyRules | None:
         """The rules a subagent adds to its parent's ([delegation]'s mode, allow, ask, deny, network)."""
-        from core.models import PolicyRules
         from core.policy import InvalidRule, validate_rules
+        from core.policy_rules import PolicyRules
 
         table = self.table("delegation")
         own = {key: table[key] for key in RULE_KEYS if key in table}

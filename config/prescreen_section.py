@@ -65,8 +65,8 @@ def _api_key(table: Mapping[str, object]) -> str:
 
 def _tools(table: Mapping[str, object]) -> tuple[str, ...]:
     """Rule patterns in the policy's own syntax; a pattern the rules would refuse is refused here."""
-    from core.models import PolicyRules
     from core.policy import InvalidRule, validate_rules
+    from core.policy_rules import PolicyRules
 
     value = table.get("tools")
     if not isinstance(value, list) or not value or not all(isinstance(p, str) and p.strip() for p in value):

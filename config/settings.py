@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from config.prescreen_section import PrescreenConfig
     from config.proxy_section import ProxyIdentity
     from config.tools_section import ToolsConfig
-    from core.models import DelegationLimits, PolicyRules
+    from core.policy_rules import DelegationLimits, PolicyRules
 
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
 DEMO_MODEL_NAME = "scripted-demo"
@@ -234,8 +234,9 @@ class Settings:
         return ProxyIdentity(proxies, self.proxy_user_header, self.proxy_groups_header)
 
     @property
-    def host_task_queue(self) -> str:
-        """The task queue only this host's workers poll: the tools of the conversations pinned here."""
+    def host_queue(self) -> str:
+        """The host queue: the task queue only this host's workers poll, where the tools of the
+        conversations pinned here run."""
         return f"{self.task_queue}@{self.host_name}"
 
     @property
@@ -262,7 +263,7 @@ class Settings:
         DELEGATION_MAX_CHILDREN over it. They travel in the workflow input, like the rules."""
         from pydantic import ValidationError
 
-        from core.models import DelegationLimits
+        from core.policy_rules import DelegationLimits
 
         policy = self.policy()
         table = policy.table("delegation")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from core.approvers import may_decide
 from core.contract import ERROR_INVALID_EDIT
-from core.models import ApprovalRecord, DecisionInput, Door, Resolution
+from core.conversation_model import ApprovalRecord, DecisionInput, Door, Resolution
 from core.refusals import Refusal, RequestFacts, approvals_missing, decision_refusal
 
 if TYPE_CHECKING:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.models import ApproverRule, PolicyRules, ToolDef
 from core.policy import Rule, evaluate, shell_segments
+from core.policy_rules import ApproverRule, PolicyRules
+from core.tool_model import ToolDef
 from core.tool_registry import main_argument_text
 
 

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from core.models import ChatMessage, ContextAnchor
+from core.chat_model import ChatMessage, ContextAnchor
 
 DEFAULT_BUDGET_TOKENS = 32_000
 MIN_BUDGET_TOKENS = 1_000

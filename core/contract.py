@@ -2,7 +2,7 @@
 queries, and every error type the workflows, activities, doors, CLI and UI raise or read.
 
 A name here is what people, scripts and other programs rely on (docs/, CONTRACT.md): the
-ApplicationError type a refused update carries, the `error.type` of an HTTP answer, the code of
+ApplicationError type of a refused update, the `error.type` of an HTTP answer, the code of
 an AG-UI run error. Code names them from here, never by a string literal of its own.
 """
 

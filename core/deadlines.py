@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from core.approvals import ApprovalBook
-from core.models import ApprovalExtension, ExtensionInput
+from core.conversation_model import ApprovalExtension, ExtensionInput
 from core.refusals import Refusal, already_resolved, unknown, who_refusal
 
 

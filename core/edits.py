@@ -1,7 +1,7 @@
 """Edit before approving: a person approves a call with arguments they changed.
 
 Pure workflow code; the workflow's decision handlers use it through `EditDesk`. An edit keeps the
-tool (it carries arguments only); the new arguments pass the checks the model's passed (the
+tool (it changes arguments only); the new arguments pass the checks the model's passed (the
 tool's JSON schema, the workspace confinement of paths); and the rules are evaluated again on the
 edited call, so an edit never widens what they allow:
 
@@ -23,10 +23,12 @@ from typing import Any
 
 from core.approvers import approver_refusal, approvers_for, may_decide, not_by_for, required_for
 from core.contract import ERROR_EDIT_DENIED, ERROR_INVALID_EDIT, ERROR_NOT_AN_APPROVER
-from core.models import ApprovalRecord, DecisionInput, PolicyRules, ToolDef
+from core.conversation_model import ApprovalRecord, DecisionInput
 from core.policy import evaluate
+from core.policy_rules import PolicyRules
 from core.refusals import Refusal, no_arguments, one_person_only, same_arguments
 from core.tool_arguments import validate_arguments
+from core.tool_model import ToolDef
 from core.tool_registry import InvalidToolCall, main_argument_text
 
 # Histories recorded before edits existed never applied one; an edit arriving in one is ignored.

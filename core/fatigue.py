@@ -29,9 +29,9 @@ from itertools import pairwise
 from typing import Any
 
 from core.grant_patterns import command_pattern, literal, path_pattern
-from core.models import PolicyRules
 from core.policy import DEFAULT_RULES, evaluate, shell_segments
 from core.policy_replay import REFUSED, replay
+from core.policy_rules import PolicyRules
 from core.rule_shadows import shadowing_ask
 from core.tool_specs import TOOL_SPECS
 

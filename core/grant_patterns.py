@@ -24,8 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from core.models import ToolDef
 from core.policy import Rule, shell_segments
+from core.tool_model import ToolDef
 from core.tool_specs import TOOL_SPECS, main_argument_text
 
 

@@ -15,9 +15,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from core.models import PolicyRules, ToolDef
 from core.policy import evaluate, validate_rules
+from core.policy_rules import PolicyRules
 from core.prescreen_verdict import PrescreenVerdict
+from core.tool_model import ToolDef
 from core.wire_model import WireModel
 
 GrantScope = Literal["conversation", "everywhere"]

@@ -19,14 +19,14 @@ EVENT_HOST_WAITING = "conversation.host_waiting"
 EVENT_HOST_BACK = "conversation.host_back"
 EVENT_MOVED = "conversation.moved"
 EVENT_NOT_SAVED = "workspace.not_saved"  # a writing tool's workspace was not saved (over the limit)
-# Why a conversation changed hosts: no worker polled its host's queue for HOST_GONE_SECONDS, its
+# Why a conversation changed hosts: no worker polled its host queue for HOST_GONE_SECONDS, its
 # host's worker stopped and handed it over, or a person moved it (`starter.py move`).
 MoveReason = Literal["host_gone", "handed_over", "moved"]
 
 
-def host_of(task_queue: str) -> str:
-    """`pod-a` for the host task queue `durable-approvals@pod-a` (the queue itself when it has no host)."""
-    return task_queue.rpartition("@")[2] or task_queue
+def host_of(host_queue: str) -> str:
+    """`pod-a` for the host queue `durable-approvals@pod-a` (the queue itself when it has no host)."""
+    return host_queue.rpartition("@")[2] or host_queue
 
 
 class WorkspaceSaved(WireModel):
@@ -51,17 +51,18 @@ class WorkspaceRestored(WireModel):
 
 
 class HostLeft(WireModel):
-    """SIGNAL_HOST_LEFT's payload: the host's task queue, whether its workspaces were saved, and why
+    """SIGNAL_HOST_LEFT's payload: the host queue, whether its workspaces were saved, and why
     it left: its stopping worker handed it over, or a watch found a tool stranded there."""
 
-    task_queue: str
+    # The host queue, under its wire name (signals already sent and recorded histories hold it).
+    task_queue: str = Field(description="the host queue of the host that left")
     saved: bool = False
     why: Literal["handed_over", "host_gone"] = "handed_over"
 
 
 class HostCheck(WireModel):
-    """Whether any worker polls a host's queue, as Temporal's task queue description says."""
+    """Whether any worker polls a host queue, as Temporal's task queue description says."""
 
-    task_queue: str
+    task_queue: str = Field(description="the host queue checked (its wire name: recorded results hold it)")
     polled: bool
     last_poll: datetime | None = None

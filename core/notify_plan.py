@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.approvers import matching_rules
-from core.models import NotifyPlan, PolicyRules, ToolDef
+from core.policy_rules import NotifyPlan, PolicyRules
+from core.tool_model import ToolDef
 
 GROUP_PREFIX = "group:"
 

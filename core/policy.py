@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from core.models import PolicyRules, RuleVerdict, ToolDef
+from core.policy_rules import PolicyRules, RuleVerdict
 from core.shell_words import collapse_whitespace, simple_commands
+from core.tool_model import ToolDef
 from core.tool_specs import TOOL_SPECS
 
 # A tool name or a glob over names (`mcp__git__*`), optionally with a glob over its rule argument.

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from core.models import APPROVED_RESOLUTIONS, PolicyRules, RuleVerdict
+from core.conversation_model import APPROVED_RESOLUTIONS
 from core.policy import Rule, deciding_rules, evaluate
+from core.policy_rules import PolicyRules, RuleVerdict
 from core.rule_shadows import shadowed_allows
 from core.tool_specs import TOOL_SPECS, main_argument_text
 

@@ -18,12 +18,12 @@ from typing import Protocol
 from pydantic import Field
 
 from core.grants import pattern_covers
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from core.wire_model import WireModel
 
 # The one function the pre-screen model is made to call (tool_choice names it).
 PRESCREEN_TOOL = "prescreen_verdict"
-# The blocks of the request that carry untrusted data; `{tag}` is a digest of their content, so
+# The blocks of the request that hold untrusted data; `{tag}` is a digest of their content, so
 # no text inside a block can close it.
 ARGUMENTS_BLOCK = "UNTRUSTED TOOL ARGUMENTS {tag}"
 USER_MESSAGE_BLOCK = "UNTRUSTED USER MESSAGE {tag}"

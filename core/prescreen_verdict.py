@@ -1,6 +1,6 @@
 """The pre-screen's verdict on one call, as the workflow records it (on the request, for the card
-and `show`); kept apart from core/prescreen.py so the request's own model (core/models.py) can
-carry it."""
+and `show`); kept apart from core/prescreen.py so the request's own model
+(core/conversation_model.py) can hold it."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from core.wire_model import WireModel
 
 PreviewKind = Literal["file", "shell", "tool"]
 ABSENT = "absent"  # the target hash of a file that does not exist yet
-MAX_DIFF_CHARS = 32_000  # what a card, the read model and a payload carry of one diff
+MAX_DIFF_CHARS = 32_000  # what a card, the read model and a payload hold of one diff
 MAX_NEW_FILE_CHARS = 8_000  # what the card shows of a new file's content
 # The annotations MCP defines for a tool, in the order a card lists them.
 MCP_HINTS = ("destructiveHint", "readOnlyHint", "openWorldHint", "idempotentHint")
@@ -55,7 +55,7 @@ class EffectPreview(WireModel):
     hints: dict[str, Any] = Field(default_factory=dict, description="an MCP tool's annotations")
     dry_run: str | None = Field(default=None, description="an MCP tool's own dry run of the call: what it answered")
     changed_since: str | None = Field(default=None, description="a re-asked call: what changed since it was asked")
-    wrong_host: bool = Field(default=False, description="not read: this worker is not on the request's run_on host")
+    wrong_host: bool = Field(default=False, description="not read: this worker is not on the request's host queue")
 
 
 def pack_content(text: str) -> str:

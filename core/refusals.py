@@ -21,7 +21,7 @@ from core.contract import (
     ERROR_STALE_APPROVAL,
     ERROR_UNKNOWN_APPROVAL,
 )
-from core.models import DecisionInput, arguments_hash
+from core.conversation_model import DecisionInput, arguments_hash
 
 
 class Refusal(NamedTuple):
@@ -158,7 +158,7 @@ def not_editable(request_id: str) -> Refusal:
 
 
 def no_arguments(request_id: str) -> Refusal:
-    return Refusal(ERROR_INVALID_EDIT, f"an edit of {request_id} must carry the new arguments")
+    return Refusal(ERROR_INVALID_EDIT, f"an edit of {request_id} must include the new arguments")
 
 
 def same_arguments(request_id: str) -> Refusal:

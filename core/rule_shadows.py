@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from core.models import PolicyRules
 from core.policy import Rule
+from core.policy_rules import PolicyRules
 
 _GLOB = re.compile(r"[*?\[]")
 

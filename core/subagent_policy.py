@@ -9,7 +9,7 @@ from parent to child or back.
 
 from __future__ import annotations
 
-from core.models import PolicyRules
+from core.policy_rules import PolicyRules
 
 
 def layers(rules: PolicyRules) -> list[PolicyRules]:

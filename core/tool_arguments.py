@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from core.tool_registry import Catalog, InvalidToolCall, confined_path
 
 

@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
-from core.models import ToolDef
+from core.tool_model import ToolDef
 
 # The name of the system note that tells the model (and the inbox) which tool sources failed this turn.
 TOOLS_UNAVAILABLE_NAME = "tools_unavailable"

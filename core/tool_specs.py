@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.builtin import file_info, kv_get, kv_set, list_dir, read_file, run_shell, write_file
 from core.builtin.tool import BuiltinTool
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from core.tool_registry import Catalog, InvalidToolCall, confined_path, main_argument_text
 
 __all__ = [

@@ -28,8 +28,7 @@ from core.contract import (
     UPDATE_MOVE,
     WORKFLOW_TYPE,
 )
-from core.ids import check_conversation_id
-from core.models import (
+from core.conversation_model import (
     AutoApproveInput,
     CloseInput,
     ConversationInput,
@@ -42,6 +41,7 @@ from core.models import (
     MoveInput,
     MoveResult,
 )
+from core.ids import check_conversation_id
 from core.refusals import DecisionRefused
 from doors.decision_delivery import deliver_decision
 from storage.store import ProjectionStore
@@ -258,14 +258,14 @@ async def extend_approval(client: Client, extension: ExtensionInput, store: Proj
 
 
 async def move_conversation(
-    client: Client, conversation_id: str, to_queue: str, by: str | None = None, door: Door | None = None
+    client: Client, conversation_id: str, host_queue: str, by: str | None = None, door: Door | None = None
 ) -> MoveResult:
-    """Re-pin the conversation's tools to another host's queue, by update (it needs a running worker).
+    """Re-pin the conversation's tools to another host queue, by update (it needs a running worker).
     A tool of it running refuses (DecisionRefused with the workflow's reason)."""
     handle = client.get_workflow_handle(conversation_id)
     try:
         return await handle.execute_update(
-            UPDATE_MOVE, MoveInput(to=to_queue, by=by, door=door), result_type=MoveResult, rpc_timeout=QUERY_TIMEOUT
+            UPDATE_MOVE, MoveInput(to=host_queue, by=by, door=door), result_type=MoveResult, rpc_timeout=QUERY_TIMEOUT
         )
     except WorkflowUpdateFailedError as err:
         raise DecisionRefused.from_update_error(err, ERROR_REFUSED) from None

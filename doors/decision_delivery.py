@@ -20,7 +20,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, Workflo
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
-from core.models import DecisionInput, DecisionResult
+from core.conversation_model import DecisionInput, DecisionResult
 from core.refusals import DecisionRefused
 
 UPDATE_WAIT = timedelta(seconds=2)

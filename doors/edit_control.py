@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contract import ERROR_EDIT_UNCHECKED, QUERY_GET_STATE, UPDATE_DECIDE
-from core.models import DecisionInput, DecisionResult
+from core.conversation_model import DecisionInput, DecisionResult
 from core.refusals import DecisionRefused
 from storage.store import ProjectionStore
 

@@ -15,8 +15,9 @@ from typing import Any
 from core.approvers import may_decide
 from core.grant_patterns import grant_rules, widen
 from core.grants import checked_pattern, pattern_covers
-from core.models import PolicyRules, ToolDef
 from core.policy import InvalidRule, Rule, shell_segments
+from core.policy_rules import PolicyRules
+from core.tool_model import ToolDef
 from core.tool_registry import main_argument_text
 from core.tool_specs import TOOL_SPECS
 

@@ -22,8 +22,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from config.settings import Settings
 from core.contract import SIGNAL_FORGET_ALWAYS_ALLOW
+from core.conversation_model import DecisionInput
 from core.grants import ForgetAlwaysAllow, Grant, GrantScope
-from core.models import DecisionInput
 from core.refusals import DecisionRefused
 from doors.control import send_decision
 from doors.grant_checks import BadGrant, GrantRefused, refusal, row_covered, valid_pattern

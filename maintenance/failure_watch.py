@@ -33,7 +33,8 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverse
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError
 
-from core.models import ConversationProjection, ProjectionEvent, TurnStatus
+from core.conversation_model import TurnStatus
+from core.projection_model import ConversationProjection, ProjectionEvent
 from storage.store import ProjectionStore
 
 log = logging.getLogger(__name__)

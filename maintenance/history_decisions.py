@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from temporalio.client import Client, WorkflowExecution
 
-from core.models import (
-    ApprovalRecord,
-    ApprovalRequestedProjection,
-    ApprovalResolvedProjection,
-    ToolRequest,
-)
+from core.conversation_model import ApprovalRecord
+from core.projection_model import ApprovalRequestedProjection, ApprovalResolvedProjection
+from core.tool_run_model import ToolRequest
 from storage.store import ProjectionStore
 from workflows.activity_calls import (
     PROJECT_APPROVAL_CHANGED,

@@ -20,14 +20,8 @@ from temporalio.service import RPCError
 
 from config.settings import Settings
 from core.contract import WORKFLOW_TYPE
-from core.models import (
-    ApprovalRequestedProjection,
-    ConversationProjection,
-    ConversationState,
-    ProjectionEvent,
-    Resolution,
-    TurnStatus,
-)
+from core.conversation_model import ConversationState, Resolution, TurnStatus
+from core.projection_model import ApprovalRequestedProjection, ConversationProjection, ProjectionEvent
 from doors.control import get_state
 from maintenance.history_decisions import recorded_approvals, replay_approvals
 from storage.store import ProjectionStore

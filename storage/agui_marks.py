@@ -9,7 +9,7 @@ client that resends old messages with no reply after them would have them taken 
 
 from __future__ import annotations
 
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.backend import Tx
 from storage.store import ProjectionStore
 

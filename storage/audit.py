@@ -12,8 +12,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.conversation_model import APPROVED_RESOLUTIONS, ApprovalRecord, arguments_hash
 from core.hosts import EVENT_MOVED
-from core.models import APPROVED_RESOLUTIONS, ApprovalRecord, arguments_hash
 from storage.backend import Tx
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.contract import ERROR_ALREADY_RESOLVED
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from core.refusals import (
     ClaimedDecision,
     DecisionRefused,

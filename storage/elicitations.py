@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.backend import Tx
 from storage.store import ProjectionStore
 

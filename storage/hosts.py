@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.hosts import EVENT_HOST_BACK, EVENT_HOST_WAITING, EVENT_MOVED
-from core.models import ConversationProjection
+from core.projection_model import ConversationProjection
 from storage.backend import Tx
 
 NOT_CLOSED = "turn_status <> 'closed'"
@@ -57,7 +57,7 @@ async def apply_host_events(tx: Tx, conv: ConversationProjection) -> None:
     )
 
 
-async def note_host(tx: Tx, host: str, task_queue: str, stopping: bool) -> None:
+async def note_host(tx: Tx, host: str, host_queue: str, stopping: bool) -> None:
     """A worker says it is up (or stopping): a start after a stop starts the host's record again."""
     now = _now()
     await tx.send(
@@ -66,7 +66,7 @@ async def note_host(tx: Tx, host: str, task_queue: str, stopping: bool) -> None:
              started_at = CASE WHEN ui_hosts.stopped_at IS NOT NULL AND excluded.stopped_at IS NULL
                THEN excluded.started_at ELSE ui_hosts.started_at END,
              stopped_at = excluded.stopped_at""",
-        (host, task_queue, now, now, now if stopping else None),
+        (host, host_queue, now, now, now if stopping else None),
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from config.telemetry import trace_id_of
-from core.models import arguments_hash
+from core.conversation_model import arguments_hash
 from storage.audit import outcome
 from storage.backend import Tx
 from storage.hosts import parse_wait

@@ -13,14 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.conversation_model import ApprovalRecord, DecisionInput
 from core.grants import Grant
-from core.models import (
-    ApprovalRecord,
+from core.projection_model import (
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
     CompactionProjection,
     ConversationProjection,
-    DecisionInput,
     ProjectionEvent,
 )
 from core.refusals import ClaimedDecision
@@ -121,9 +120,9 @@ class ProjectionStore:
         return await self.backend.run(lambda tx: writes.unresolved_request_ids(tx, conversation_id), write=False)
 
     # Worker hosts: who runs the conversations' tools, and which wait for a host that left.
-    async def note_host(self, host: str, task_queue: str, *, stopping: bool = False) -> None:
+    async def note_host(self, host: str, host_queue: str, *, stopping: bool = False) -> None:
         """A worker's note that it is up (on start and every ~15 s) or stopping."""
-        await self.backend.run(lambda tx: worker_hosts.note_host(tx, host, task_queue, stopping))
+        await self.backend.run(lambda tx: worker_hosts.note_host(tx, host, host_queue, stopping))
 
     async def set_tool_host(self, conversation_id: str, host: str) -> None:
         """The host the conversation's tools run on (safe before its first projection lands)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.backend import Tx
 from storage.writes import insert_event, now_iso
 

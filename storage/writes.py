@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from core.models import (
-    ApprovalRecord,
+from core.conversation_model import ApprovalRecord
+from core.projection_model import (
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
     CompactionProjection,

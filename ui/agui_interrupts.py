@@ -13,7 +13,7 @@ from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
 
-from core.models import ApprovalRecord, DecisionInput, arguments_hash
+from core.conversation_model import ApprovalRecord, DecisionInput, arguments_hash
 
 REASON_TOOL_APPROVAL = "tool_approval"
 CANCELLED_REASON = "the AG-UI client cancelled the interrupt"

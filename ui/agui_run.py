@@ -30,8 +30,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contract import ERROR_CONVERSATION_CLOSED, ERROR_UNDELIVERED, ERROR_UNKNOWN_APPROVAL
+from core.conversation_model import ApprovalRecord, ConversationState
 from core.ids import InvalidConversationId, check_conversation_id
-from core.models import ApprovalRecord, ConversationState
 from core.refusals import DecisionRefused
 from doors import control
 from storage.agui_marks import mark_taken, was_taken

@@ -24,7 +24,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from core.models import ChatMessage
+from core.chat_model import ChatMessage
 from storage.stream_events import EVENT_MESSAGE_DELTA
 
 

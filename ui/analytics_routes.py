@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from config.errors import ConfigError
 from core.fatigue import FatigueLimits, suggest_rules
-from core.models import PolicyRules
+from core.policy_rules import PolicyRules
 from core.stats import approval_stats
 from storage.audit import parse_since
 from storage.figures import escalated_requests

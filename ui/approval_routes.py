@@ -21,7 +21,7 @@ from core.contract import (
     ERROR_NOT_AN_APPROVER,
     ERROR_UNKNOWN_APPROVAL,
 )
-from core.models import DecisionInput, ExtensionInput
+from core.conversation_model import DecisionInput, ExtensionInput
 from core.refusals import DecisionRefused
 from doors import control
 from doors.grants import record_always

@@ -8,8 +8,8 @@ from typing import Any, Literal, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.conversation_model import MAX_EXTENSION_SECONDS, Decision
 from core.ids import CONVERSATION_ID_RULE, check_conversation_id
-from core.models import MAX_EXTENSION_SECONDS, Decision
 from core.wire_model import WireModel
 from ui.errors import BadRequest, Unprocessable, UnsupportedMediaType
 from ui.limits import MAX_BODY_BYTES, too_large

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from core.approvers import approvers_for, may_decide
 from core.contract import ERROR_ALREADY_RESOLVED, ERROR_NOT_AN_APPROVER, ERROR_QUESTION_EXPIRED
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from storage import elicitations
 from ui.bodies import StrictBody, json_body, read_json_body
 from ui.errors import Conflict, Forbidden, NotFound, Unprocessable

@@ -26,7 +26,7 @@ from temporalio.exceptions import CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contract import ERROR_UNKNOWN_REQUEST
-from core.models import arguments_hash
+from core.conversation_model import arguments_hash
 from doors.ask import RPC_TIMEOUT, ask, cancel, outcome, request_id_for
 from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult, Requester
 from storage.store import ProjectionStore

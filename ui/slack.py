@@ -27,7 +27,7 @@ from temporalio.service import RPCError
 from channels.slack import SLACK_DOOR, SlackDoor
 from channels.slack_text import slack_safe
 from core.contract import ERROR_NOT_AN_APPROVER, ERROR_SLACK_SIGNATURE, ERROR_TEMPORAL_REFUSED
-from core.models import Decision, DecisionInput
+from core.conversation_model import Decision, DecisionInput
 from core.refusals import DecisionRefused
 from doors import control
 from ui.bodies import read_body

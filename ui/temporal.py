@@ -10,7 +10,7 @@ from temporalio.client import Client, WorkflowQueryFailedError, WorkflowQueryRej
 from temporalio.service import RPCError, RPCStatusCode
 
 from config.settings import Settings
-from core.models import ConversationState
+from core.conversation_model import ConversationState
 from doors import control
 from payload_store.connection import connect
 from ui.errors import NotFound, ServiceUnavailable

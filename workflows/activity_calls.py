@@ -13,26 +13,21 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     # pydantic models are pure data; passing them through avoids re-importing pydantic per run.
+    from core.chat_model import LlmReply, LlmRequest
     from core.contract import ERROR_LLM_AUTHENTICATION, ERROR_LLM_BAD_REQUEST, ERROR_NOTIFICATION_REJECTED
+    from core.conversation_model import ApprovalRecord, NotificationInput
     from core.grants import JudgeInput, JudgeVerdict
     from core.hosts import HostCheck
-    from core.models import (
-        ApprovalRecord,
+    from core.policy_rules import ServiceRules
+    from core.previews import EffectPreview
+    from core.projection_model import (
         ApprovalRequestedProjection,
         ApprovalResolvedProjection,
         CompactionProjection,
         ConversationProjection,
-        ListToolsInput,
-        LlmReply,
-        LlmRequest,
-        NotificationInput,
-        PreviewInput,
-        ServiceRules,
-        ToolCatalog,
-        ToolRequest,
-        ToolResult,
     )
-    from core.previews import EffectPreview
+    from core.tool_model import ToolCatalog
+    from core.tool_run_model import ListToolsInput, PreviewInput, ToolRequest, ToolResult
     from core.undo import PrepareUndoInput, UndoPlan
 
 CALL_LLM = "call_llm"
@@ -104,16 +99,16 @@ async def list_tools(request: ListToolsInput) -> ToolCatalog:
     )
 
 
-async def preview_effect(request: PreviewInput, task_queue: str | None) -> EffectPreview:
-    """What an asked call will change, read on the host its tool would run on (None: any worker)."""
+async def preview_effect(request: PreviewInput, host_queue: str | None) -> EffectPreview:
+    """What an asked call will change, read on the host queue its tool would run on (None: any worker)."""
     return await workflow.execute_activity(
         PREVIEW_EFFECT,
         request,
-        task_queue=task_queue,
+        task_queue=host_queue,
         result_type=EffectPreview,
         # A host that is gone must not keep the card from being shown: past this the request is
         # asked with a note instead of a preview (and the conversation can be moved).
-        schedule_to_start_timeout=PREVIEW_HOST_WAIT if task_queue is not None else None,
+        schedule_to_start_timeout=PREVIEW_HOST_WAIT if host_queue is not None else None,
         start_to_close_timeout=timedelta(seconds=60),
         heartbeat_timeout=timedelta(seconds=10),
         retry_policy=READ_RETRY,
@@ -134,12 +129,12 @@ async def preview_effect_locally(request: PreviewInput) -> EffectPreview:
     )
 
 
-async def prepare_undo(request: PrepareUndoInput, task_queue: str | None) -> UndoPlan:
-    """What an undo would restore, or why not: read on the conversation's host, like its tools."""
+async def prepare_undo(request: PrepareUndoInput, host_queue: str | None) -> UndoPlan:
+    """What an undo would restore, or why not: read on the conversation's host queue, like its tools."""
     return await workflow.execute_activity(
         PREPARE_UNDO,
         request,
-        task_queue=task_queue,
+        task_queue=host_queue,
         result_type=UndoPlan,
         start_to_close_timeout=timedelta(seconds=60),
         heartbeat_timeout=timedelta(seconds=10),
@@ -149,7 +144,7 @@ async def prepare_undo(request: PrepareUndoInput, task_queue: str | None) -> Und
 
 
 async def pick_tool_host() -> str:
-    """The host task queue of whichever worker takes this: the conversation's tools run there from now on."""
+    """The host queue of whichever worker takes this: the conversation's tools run there from now on."""
     return await workflow.execute_activity(
         PICK_TOOL_HOST,
         result_type=str,
@@ -174,16 +169,16 @@ async def judge_call(request: JudgeInput) -> JudgeVerdict:
     )
 
 
-async def check_host(task_queue: str, within_seconds: float) -> HostCheck:
-    """Whether a worker polled a host's queue within the last `within_seconds`, asked of Temporal
+async def check_host(host_queue: str, within_seconds: float) -> HostCheck:
+    """Whether a worker polled a host queue within the last `within_seconds`, asked of Temporal
     by any worker of the shared queue."""
     return await workflow.execute_activity(
         CHECK_HOST,
-        args=[task_queue, within_seconds],
+        args=[host_queue, within_seconds],
         result_type=HostCheck,
         start_to_close_timeout=PROJECTION_TIMEOUT,
         retry_policy=PROJECTION_RETRY,
-        summary=f"is a worker polling {task_queue}?",
+        summary=f"is a worker polling {host_queue}?",
     )
 
 
@@ -191,18 +186,18 @@ async def run_tool(
     request: ToolRequest,
     source: str,
     summary: str,
-    task_queue: str | None = None,
+    host_queue: str | None = None,
     schedule_to_start: timedelta | None = None,
 ) -> ToolResult:
-    """task_queue: the host the conversation is pinned to (None: the workflow's own queue)."""
-    return await start_tool(request, source, summary, task_queue, schedule_to_start)
+    """host_queue: the host queue the conversation is pinned to (None: the workflow's own queue)."""
+    return await start_tool(request, source, summary, host_queue, schedule_to_start)
 
 
 def start_tool(
     request: ToolRequest,
     source: str,
     summary: str,
-    task_queue: str | None = None,
+    host_queue: str | None = None,
     schedule_to_start: timedelta | None = None,
 ) -> workflow.ActivityHandle[ToolResult]:
     """The same call, its command issued now (not when a task first runs, which could put it after
@@ -210,7 +205,7 @@ def start_tool(
     return workflow.start_activity(
         TOOL_ACTIVITIES[source],
         request,
-        task_queue=task_queue,
+        task_queue=host_queue,
         result_type=ToolResult,
         schedule_to_start_timeout=schedule_to_start,
         start_to_close_timeout=timedelta(minutes=10),

@@ -24,20 +24,15 @@ with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
     from core.approvers import approvers_for, keeps_asking, not_by_for, required_for
     from core.contract import ERROR_INVALID_REQUEST, QUERY_GET_STATE
+    from core.conversation_model import ApprovalRecord, ConversationState, arguments_hash
     from core.edits import EditDesk
     from core.ids import InvalidConversationId, check_conversation_id
-    from core.models import (
-        ApprovalRecord,
-        ApprovalRequestedProjection,
-        ConversationState,
-        NotifyPlan,
-        PolicyRules,
-        ToolDef,
-        arguments_hash,
-    )
     from core.notify_plan import plan_for
     from core.policy import evaluate
+    from core.policy_rules import NotifyPlan, PolicyRules
+    from core.projection_model import ApprovalRequestedProjection
     from core.subagent_policy import narrow
+    from core.tool_model import ToolDef
     from core.tool_registry import main_argument_text
     from core.tool_specs import TOOL_SPECS
     from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult

@@ -10,7 +10,7 @@ approval, on the path a person waits on.
 
 The turn's status in Temporal's list follows the same path: a decision whose tool starts in the
 same workflow task holds its status back (StatusKeeper.snapshot) and publishes it with the
-tool's result, or when the tool says it still runs, or when the call goes round by its host's
+tool's result, or when the tool says it still runs, or when the call goes round by its host
 queue and may wait there. The expiry timer a decision ended is cancelled with the result too,
 off the deciding task.
 """
@@ -28,14 +28,9 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
-    from core.models import (
-        APPROVED_RESOLUTIONS,
-        ApprovalRecord,
-        ApprovalResolvedProjection,
-        ToolRequest,
-        ToolResult,
-        TurnStatus,
-    )
+    from core.conversation_model import APPROVED_RESOLUTIONS, ApprovalRecord, TurnStatus
+    from core.projection_model import ApprovalResolvedProjection
+    from core.tool_run_model import ToolRequest, ToolResult
     from workflows import activity_calls as calls
     from workflows.host_moves import HostKeeper
     from workflows.status import StatusKeeper

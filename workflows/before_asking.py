@@ -24,8 +24,10 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
     from core.approvers import approvers_for, not_by_for, required_for
+    from core.conversation_model import ApprovalRecord, DecisionInput, arguments_hash
     from core.grants import JudgeInput, JudgeVerdict
-    from core.models import ApprovalRecord, DecisionInput, PolicyRules, ToolDef, arguments_hash
+    from core.policy_rules import PolicyRules
+    from core.tool_model import ToolDef
     from core.tool_registry import main_argument_text
     from workflows import activity_calls as calls
     from workflows.approved_calls import ResolutionMirror
@@ -34,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
 @dataclass
 class AskedCall:
     """A call the rules bring to a person: its request's id, its tool and arguments, and how to open
-    its request (only when it is decided here, or carries a pre-screen's verdict)."""
+    its request (only when it is decided here, or holds a pre-screen's verdict)."""
 
     request_id: str
     spec: ToolDef
@@ -57,7 +59,7 @@ class BeforeAsking:
         self.prescreen_denials = prescreen_denials  # carried across continue-as-new (the breaker)
 
     async def decide(self, asked: list[AskedCall], last_user_message: str | None) -> list[ApprovalRecord | None]:
-        """For each call asked: its request, opened, when it was judged here (resolved, or carrying
+        """For each call asked: its request, opened, when it was judged here (resolved, or holding
         the pre-screen's `ask`); else None. Nothing is asked of Temporal when no call qualifies."""
         chosen = [call for call in asked if required_for(self._policy(), call.spec, call.arguments) <= 1]
         opened: dict[str, ApprovalRecord] = {}

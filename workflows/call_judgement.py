@@ -20,9 +20,12 @@ with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
     from core.approvers import keeps_asking
     from core.cedar_rules import cedar_verdict
-    from core.models import ApprovalRecord, PolicyRules, RuleVerdict, ToolCall, ToolDef
+    from core.chat_model import ToolCall
+    from core.conversation_model import ApprovalRecord
     from core.policy import asking_rule, evaluate
+    from core.policy_rules import PolicyRules, RuleVerdict
     from core.tool_arguments import validate_call
+    from core.tool_model import ToolDef
     from core.tool_registry import Catalog, InvalidToolCall, main_argument_text
 
 

@@ -22,16 +22,9 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
     from core import compaction
-    from core.models import (
-        ArchivedMessage,
-        ChatMessage,
-        CompactionProjection,
-        ContextAnchor,
-        ConversationInput,
-        LlmReply,
-        LlmRequest,
-        TokenUsage,
-    )
+    from core.chat_model import ChatMessage, ContextAnchor, LlmReply, LlmRequest, TokenUsage
+    from core.conversation_model import ConversationInput
+    from core.projection_model import ArchivedMessage, CompactionProjection
     from workflows import activity_calls as calls
     from workflows.status import StatusKeeper
 
@@ -141,7 +134,7 @@ class ContextKeeper:
         return reply.content or "", None
 
     async def _archive(self, archived: list[ArchivedMessage], event_payload: dict[str, Any]) -> None:
-        """Archive in chunks; the last carries the `conversation.compacted` event."""
+        """Archive in chunks; the last holds the `conversation.compacted` event."""
         chunks: list[list[ArchivedMessage]] = [[]]
         size = 0
         for item in archived:

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     # Pure data and pure functions; passing them through keeps one pydantic class identity.
 
     from core.approvals import ApprovalBook
+    from core.chat_model import ChatMessage, LlmReply, ToolCall
     from core.contract import (
         ERROR_CONTEXT_WINDOW,
         ERROR_INVALID_DECISION,
@@ -37,25 +38,21 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_UNDO,
         WORKFLOW_TYPE,
     )
-    from core.grants import ForgetAlwaysAllow
-    from core.hosts import HostLeft
-    from core.models import (
+    from core.conversation_model import (
         AutoApproveInput,
-        ChatMessage,
         CloseInput,
         ConversationInput,
         ConversationState,
-        LlmReply,
         MessageInput,
         MoveInput,
         MoveResult,
-        PolicyRules,
-        ToolCall,
-        ToolResult,
-        ToolStillRunning,
         TurnStatus,
     )
+    from core.grants import ForgetAlwaysAllow
+    from core.hosts import HostLeft
+    from core.policy_rules import PolicyRules
     from core.tool_registry import Catalog
+    from core.tool_run_model import ToolResult, ToolStillRunning
     from workflows import activity_calls as calls
     from workflows.context import ContextKeeper
     from workflows.decision_handlers import DecisionHandlers
@@ -69,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.switches import Switches
     from workflows.tool_runner import ToolContext, ToolRunner
     from workflows.undo import Undoer, UndoInput, UndoResult
-    from workflows.workspace_choice import carried_workspace, choose_workspace
+    from workflows.workspace_choice import choose_workspace, workspace_fields
 
 MAX_MODEL_STEPS_PER_TURN = 25
 SYSTEM_PROMPT = (
@@ -122,9 +119,9 @@ class ConversationWorkflow(DecisionHandlers):
             ),
             start.used_tool_call_ids,
         )
-        self._undo = Undoer(self._tools.context, self._tools, self._hosts.queue_now)
+        self._undo = Undoer(self._tools.context, self._tools, self._hosts.host_queue_now)
         self._delegator = Delegator(
-            start, lambda: self._closed, self._hosts.queue_now, self._tools.tool_names, lambda: self._workspace
+            start, lambda: self._closed, self._hosts.host_queue_now, self._tools.tool_names, lambda: self._workspace
         )
         self._context = ContextKeeper(self._id, start, self._status)
 
@@ -180,7 +177,7 @@ class ConversationWorkflow(DecisionHandlers):
                 "turn_count": self._turn_count,
                 "used_tool_call_ids": sorted(self._tools.used_ids),
                 "resolved": self._book.resolutions(),
-                "tool_queue": self._hosts.queue,
+                "tool_queue": self._hosts.host_queue,
                 "left_hosts": sorted(self._hosts.left),
                 "restore_from": self._hosts.restore_from,
                 "prescreen_denials": self._tools.before_asking.prescreen_denials,
@@ -189,7 +186,7 @@ class ConversationWorkflow(DecisionHandlers):
                 "archived_messages": self._context.archived,
                 "children_started": self._delegator.children_started,
                 "notifications": self._outbox.carried(),
-                **carried_workspace(self._workspace),
+                **workspace_fields(self._workspace),
             }
         )
 

@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_DECIDE,
         UPDATE_EXTEND,
     )
-    from core.models import DecisionInput, DecisionResult, ExtensionInput, ExtensionResult
+    from core.conversation_model import DecisionInput, DecisionResult, ExtensionInput, ExtensionResult
     from workflows.handler_payloads import DECIDE_SHAPE, EXTEND_SHAPE, one_payload
 
 

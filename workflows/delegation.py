@@ -25,22 +25,16 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
+    from core.chat_model import ChatMessage, ToolCall
     from core.contract import SIGNAL_CLOSE, WORKFLOW_TYPE
-    from core.models import (
-        ChatMessage,
-        CloseInput,
-        ConversationInput,
-        ConversationState,
-        SubagentInfo,
-        ToolCall,
-        ToolDef,
-        ToolResult,
-    )
+    from core.conversation_model import CloseInput, ConversationInput, ConversationState, SubagentInfo
     from core.subagent_policy import narrow
+    from core.tool_model import ToolDef
     from core.tool_registry import Catalog
+    from core.tool_run_model import ToolResult
     from workflows.approved_calls import canceled_with_conversation
     from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY, StatusKeeper
-    from workflows.workspace_choice import carried_workspace
+    from workflows.workspace_choice import workspace_fields
 
 DELEGATE = "delegate"
 SUBAGENT_PROMPT = (
@@ -120,14 +114,14 @@ class Delegator:
         self,
         start: ConversationInput,
         is_closed: Callable[[], bool],
-        tool_queue: Callable[[], Awaitable[str | None]],
+        host_queue: Callable[[], Awaitable[str | None]],
         offered: Callable[[], list[str]],
         workspace: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._start = start
         self._workspace = workspace  # the parent's key: its children work on the same files
         self._is_closed = is_closed
-        self._tool_queue = tool_queue
+        self._host_queue = host_queue
         self._offered = offered
         self.children_started = start.children_started
 
@@ -154,7 +148,7 @@ class Delegator:
         try:
             handle = await workflow.start_child_workflow(
                 WORKFLOW_TYPE,
-                self._child_input(child_id, call, arguments, tools, await self._tool_queue()),
+                self._child_input(child_id, call, arguments, tools, await self._host_queue()),
                 id=child_id,
                 result_type=ConversationState,
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
@@ -178,7 +172,7 @@ class Delegator:
         return _result(child_id, state)
 
     def _child_input(
-        self, child_id: str, call: ToolCall, arguments: dict[str, Any], tools: list[str], queue: str | None
+        self, child_id: str, call: ToolCall, arguments: dict[str, Any], tools: list[str], host_queue: str | None
     ) -> ConversationInput:
         start, depth = self._start, (self._start.subagent.depth if self._start.subagent else 0) + 1
         prompt = str(arguments.get("system_prompt") or SUBAGENT_PROMPT)
@@ -192,9 +186,9 @@ class Delegator:
             inbox=[str(arguments["task"])],
             messages=[ChatMessage(role="system", content=prompt)],
             context_budget_tokens=start.context_budget_tokens,
-            tool_queue=queue,
+            tool_queue=host_queue,
             delegation=start.delegation,
-            **carried_workspace(self._workspace()),
+            **workspace_fields(self._workspace()),
             subagent=SubagentInfo(
                 parent_id=start.conversation_id,
                 parent_tool_call_id=call.id,

@@ -3,7 +3,7 @@
 A notification is never awaited by the request that sent it: its activity retries on its own
 while the conversation goes on. When the conversation continues as new, the run that started it
 ends and its retries with it, so the outbox hands every notification still on its way to the next
-run, which starts it again. Each carries its key and the receiver's ledger dedups by key, so one
+run, which starts it again. Each holds its key and the receiver's ledger dedups by key, so one
 that the old run did deliver meanwhile is not sent twice.
 """
 
@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError
 from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import NotificationInput
+    from core.conversation_model import NotificationInput
     from workflows import activity_calls as calls
 
 

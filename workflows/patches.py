@@ -17,7 +17,7 @@ EDIT_BEFORE_APPROVING = "edit-before-approving"  # decisions may edit the argume
 APPROVERS_OUTRANK_AUTO_APPROVE = "approvers-outrank-auto-approve"
 APPROVAL_NOTIFICATIONS = "approval-notifications"  # webhooks, Slack, reminders, escalation
 SUBAGENT_DELEGATION = "subagent-delegation"  # the delegate tool starts a child conversation
-# A pinned tool tries the workflow's own queue first (before, every one went to its host's queue directly).
+# A pinned tool tries the workflow's own queue first (before, every one went to its host queue directly).
 TOOLS_EAGER_ON_HOST = "tools-eager-on-host"
 # An approved tool's activity writes the approval's resolution (before, an activity of its own did).
 RESOLUTION_WITH_THE_TOOL = "resolution-with-the-tool"

@@ -19,8 +19,9 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
     from core.approvers import keeps_asking
-    from core.models import ConversationInput, PolicyRules, Resolution
+    from core.conversation_model import ConversationInput, Resolution
     from core.policy import evaluate
+    from core.policy_rules import PolicyRules
     from core.subagent_policy import narrow
     from core.tool_registry import Catalog, main_argument_text
 

@@ -3,7 +3,7 @@
 When a call is asked, an activity on the tool's host previews its effect (core/previews.py) and
 the workflow notes why the agent wants it (core/why.py); both go with the request to every door.
 An approved call of a tool with a stale check (write_file; its definition says so, core/builtin/)
-carries the preview's target hash to its activity, which refuses to write over content the person
+hands the preview's target hash to its activity, which refuses to write over content the person
 did not see: that decision is recorded as stale and the same call is asked again under a new
 request id, with a fresh preview that says what changed.
 """
@@ -20,10 +20,14 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
-    from core.models import ApprovalRecord, ChatMessage, PolicyRules, PreviewInput, ToolDef, request_id_for
+    from core.chat_model import ChatMessage
+    from core.conversation_model import ApprovalRecord, request_id_for
     from core.policy import asking_rule
+    from core.policy_rules import PolicyRules
     from core.previews import EffectPreview, changed_note, dry_run_argument, pack_content
+    from core.tool_model import ToolDef
     from core.tool_registry import main_argument_text
+    from core.tool_run_model import PreviewInput
     from core.tool_specs import builtin_tool
     from core.why import EarlierDecision, WhyContext, why_for
     from workflows import activity_calls as calls
@@ -33,7 +37,7 @@ MAX_REASKS = 5  # a target that keeps changing: after this many re-asks the call
 
 def packed(request: PreviewInput) -> PreviewInput:
     """A write's content packed, for the local activity only: it never leaves this worker's code, so no
-    other release ever reads a request in this form (one on a host's queue carries the content as is)."""
+    other release ever reads a request in this form (one on a host queue holds the content as is)."""
     tool = builtin_tool(request.tool_name)
     if tool is None or tool.content is None or not isinstance(request.arguments.get(tool.content), str):
         return request
@@ -49,12 +53,12 @@ class Previewer:
         policy: PolicyRules,
         book: ApprovalBook,
         workspace: Callable[[], str | None],
-        tool_queue: Callable[[], Awaitable[str | None]],
+        host_queue: Callable[[], Awaitable[str | None]],
         transcript: Callable[[], list[ChatMessage]],
         parent_task: str | None,
     ) -> None:
         self._conversation_id, self._policy, self._book = conversation_id, policy, book
-        self._workspace, self._tool_queue, self._transcript = workspace, tool_queue, transcript
+        self._workspace, self._host_queue, self._transcript = workspace, host_queue, transcript
         self._parent_task = parent_task
 
     @staticmethod
@@ -88,17 +92,17 @@ class Previewer:
         """As a pinned tool goes (workflows/tool_dispatch.py): first where the workflow is (a local
         activity; before PREVIEW_IN_WORKFLOW_TASK an activity on the workflow's own queue), marked
         with its host, so the worker that holds the workflow reads it at once when it is that host;
-        another host's worker reads nothing, and it then goes to the host's own queue."""
-        host = await self._tool_queue()
+        another host's worker reads nothing, and it then goes to the host queue."""
+        host_queue = await self._host_queue()
         if workflow.patched(patches.PREVIEW_IN_WORKFLOW_TASK):  # read by this very worker, in this task
-            here = await calls.preview_effect_locally(packed(request).model_copy(update={"run_on": host}))
-            return here if not here.wrong_host else await calls.preview_effect(request, host)
-        if host is None:
+            here = await calls.preview_effect_locally(packed(request).model_copy(update={"run_on": host_queue}))
+            return here if not here.wrong_host else await calls.preview_effect(request, host_queue)
+        if host_queue is None:
             return await calls.preview_effect(request, None)
-        here = await calls.preview_effect(request.model_copy(update={"run_on": host}), None)
+        here = await calls.preview_effect(request.model_copy(update={"run_on": host_queue}), None)
         if not here.wrong_host:
             return here
-        return await calls.preview_effect(request, host)
+        return await calls.preview_effect(request, host_queue)
 
     def why(self, request_id: str) -> WhyContext:
         """The turn's request, the assistant's words before the call, and the earlier decisions."""

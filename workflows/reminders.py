@@ -21,7 +21,8 @@ from temporalio import workflow
 from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import ApprovalRecord, NotificationInput, NotificationKind, NotifyPlan
+    from core.conversation_model import ApprovalRecord, NotificationInput, NotificationKind
+    from core.policy_rules import NotifyPlan
     from workflows.notify_outbox import NotificationOutbox
 
 

@@ -18,7 +18,8 @@ from temporalio import workflow
 from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import ApprovalRecord, PolicyRules
+    from core.conversation_model import ApprovalRecord
+    from core.policy_rules import PolicyRules
     from workflows import activity_calls as calls
     from workflows.status import StatusKeeper
 

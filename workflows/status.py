@@ -10,7 +10,8 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import ApprovalRecord, ConversationProjection, ProjectionEvent, TurnStatus
+    from core.conversation_model import ApprovalRecord, TurnStatus
+    from core.projection_model import ConversationProjection, ProjectionEvent
     from workflows import activity_calls as calls
 
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword("TurnStatus")

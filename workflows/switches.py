@@ -14,7 +14,7 @@ from temporalio import workflow
 from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput, EndDoor
+    from core.conversation_model import ApprovalRecord, AutoApproveInput, CloseInput, ConversationInput, EndDoor
     from workflows import activity_calls as calls
     from workflows.status import StatusKeeper
 

@@ -22,24 +22,16 @@ from workflows import patches
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook, outcome_message
     from core.approvers import approvers_for, not_by_for, required_for
+    from core.chat_model import ChatMessage, ToolCall
+    from core.conversation_model import APPROVED_RESOLUTIONS, ApprovalRecord, request_id_for
     from core.edits import EditDesk, ran_with
-    from core.models import (
-        APPROVED_RESOLUTIONS,
-        ApprovalRecord,
-        ApprovalRequestedProjection,
-        ChatMessage,
-        ListToolsInput,
-        PolicyRules,
-        ToolCall,
-        ToolCatalog,
-        ToolDef,
-        ToolRequest,
-        ToolResult,
-        request_id_for,
-    )
     from core.notify_plan import plan_for
     from core.policy import network_allowed
+    from core.policy_rules import PolicyRules
+    from core.projection_model import ApprovalRequestedProjection
+    from core.tool_model import ToolCatalog, ToolDef
     from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, main_argument_text
+    from core.tool_run_model import ListToolsInput, ToolRequest, ToolResult
     from core.tool_specs import BUILTIN_CATALOG
     from workflows import activity_calls as calls
     from workflows.approved_calls import ApprovedCalls, ResolutionMirror
@@ -82,13 +74,13 @@ class ToolContext:
     approval_timeout_seconds: float
     book: ApprovalBook
     status: StatusKeeper
-    # Where this conversation's tools run (a host's task queue, chosen once, moved off a host that left).
+    # Where this conversation's tools run (its host queue, chosen once, moved off a host that left).
     hosts: HostKeeper
     owner: Conversation
     # Where requests send their notifications (kept across continue-as-new by the conversation).
     outbox: NotificationOutbox
     started_by: str | None = None  # who started the conversation, for self-approval rules
-    # Calls the pre-screen denied so far in this conversation (its breaker), carried across runs.
+    # Calls the pre-screen denied so far in this conversation (its breaker), carried over continue-as-new.
     prescreen_denials: int = 0
     # [shadow] rules, judged beside the live ones (workflows/shadow_rules.py); None: none.
     shadow_policy: PolicyRules | None = None
@@ -126,7 +118,7 @@ class ToolRunner:
             context.policy,
             context.book,
             context.owner.workspace_key,
-            context.hosts.queue_now,
+            context.hosts.host_queue_now,
             context.owner.transcript,
             context.parent_task,
         )
@@ -199,7 +191,7 @@ class ToolRunner:
         await self._shadow.record(turn_id, shadow_differences(plans))
         if any(plan.verdict in ("allow", "ask") for plan in plans):
             # Choose the host before anyone is asked, so a decision is never kept waiting for it.
-            await self._ctx.hosts.queue_now()
+            await self._ctx.hosts.host_queue_now()
         await self._judge_before_asking(turn_id, plans)
         first_ask = next((i for i, plan in enumerate(plans) if plan.verdict == "ask"), len(plans))
         for plan in plans[:first_ask]:

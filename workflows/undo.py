@@ -20,8 +20,9 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvers import approvers_for, required_for
+    from core.chat_model import ChatMessage
     from core.contract import ERROR_UNDO_REFUSED, UPDATE_UNDO
-    from core.models import ApprovalRecord, ChatMessage, TurnStatus, request_id_for
+    from core.conversation_model import ApprovalRecord, TurnStatus, request_id_for
     from core.tool_specs import UNDO_TOOL
     from core.undo import UNDO_CALL_PREFIX, PrepareUndoInput, UndoInput, UndoResult, undo_note
     from core.why import WhyContext
@@ -32,8 +33,8 @@ __all__ = ["UPDATE_UNDO", "UndoInput", "UndoResult", "Undoer"]
 
 
 class Undoer:
-    def __init__(self, ctx: ToolContext, runner: ToolRunner, tool_queue: Callable[[], Awaitable[str | None]]) -> None:
-        self._ctx, self._runner, self._tool_queue = ctx, runner, tool_queue
+    def __init__(self, ctx: ToolContext, runner: ToolRunner, host_queue: Callable[[], Awaitable[str | None]]) -> None:
+        self._ctx, self._runner, self._host_queue = ctx, runner, host_queue
         self._asked: list[tuple[ApprovalRecord, str, asyncio.Future[None]]] = []
 
     def queued(self) -> bool:
@@ -49,7 +50,7 @@ class Undoer:
         prepare = PrepareUndoInput(
             conversation_id=ctx.conversation_id, request_id=undo.request_id, workspace=ctx.owner.workspace_key()
         )
-        plan = await calls.prepare_undo(prepare, await self._tool_queue())
+        plan = await calls.prepare_undo(prepare, await self._host_queue())
         if plan.refused is not None or plan.path is None or plan.content is None:
             return UndoResult(refused=plan.refused or "nothing to restore", three_way=plan.three_way)
         base = f"{UNDO_CALL_PREFIX}{undo.request_id.removeprefix(prefix)}"

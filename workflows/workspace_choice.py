@@ -16,7 +16,7 @@ from temporalio import workflow
 from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
-    from core.models import ConversationInput
+    from core.conversation_model import ConversationInput
 
 
 def choose_workspace(start: ConversationInput) -> str | None:
@@ -26,6 +26,6 @@ def choose_workspace(start: ConversationInput) -> str | None:
     return start.conversation_id if workflow.patched(patches.WORKSPACE_PER_CONVERSATION) else None
 
 
-def carried_workspace(key: str | None) -> dict[str, Any]:
+def workspace_fields(key: str | None) -> dict[str, Any]:
     """The ConversationInput fields that hand the key on (to the next run or to a subagent)."""
     return {"workspace": key, "shared_workspace": key is None}

@@ -7,7 +7,7 @@ confined path argument, shell splitting) cannot disagree with it; a definition t
 itself fails when it is imported, not when a model calls it.
 
 `run` executes only in the tool activity: a definition imports its activity helpers inside `run`,
-so workflow code and the doors import definitions as pure core (tests/doors/test_import_rules.py).
+so workflow code and the doors import definitions as pure core (tests/project/test_import_rules.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.models import PermissionType, ToolDef
+from core.tool_model import PermissionType, ToolDef
 
 if TYPE_CHECKING:
     from activities.builtin_tools import KvStore
