@@ -27,10 +27,10 @@ from config.settings import Settings
 from config.temporal_server import dev_server_args
 from demo_model.server import ScriptedModelServer
 from payload_store import data_converter
-from tests.leftovers import check_session_end, mark_this_run
-from tests.postgres import PostgresServer, database_for
-from tests.run_order import longest_first
-from tests.scripts import ScriptedModel
+from tests.support.leftovers import check_session_end, mark_this_run
+from tests.support.postgres import PostgresServer, database_for
+from tests.support.run_order import longest_first
+from tests.support.scripts import ScriptedModel
 from worker import replayer
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
@@ -233,10 +233,10 @@ async def save_and_replay(client: Client, history: WorkflowHistory, name: str) -
 
 @pytest_asyncio.fixture
 async def s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    """A moto S3 server of the test's own (tests/s3_support.py), with the credentials botocore reads;
+    """A moto S3 server of the test's own (tests/support/s3_support.py), with the credentials botocore reads;
     its clients closed after. Imported here only when a test asks for it: moto is slow to import."""
     from payload_store.s3 import close_s3_clients
-    from tests.s3_support import CREDENTIALS, S3Server
+    from tests.support.s3_support import CREDENTIALS, S3Server
 
     for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)

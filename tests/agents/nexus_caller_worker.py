@@ -19,8 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from tests.agents.nexus_callers import NexusReleasePipeline
-from tests.caller_workflows import write_release_file
-from tests.processes import REPO_ROOT
+from tests.support.caller_workflows import write_release_file
+from tests.support.processes import REPO_ROOT
 
 READY = "caller worker ready"
 

@@ -11,7 +11,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from durable_approvals import EffectOutcome
     from durable_approvals.nexus_caller import request_approval_via_nexus
-    from tests.caller_workflows import JobOutcome, WriteJob, write_release_file
+    from tests.support.caller_workflows import JobOutcome, WriteJob, write_release_file
 
 
 class NexusWriteJob(WriteJob):

@@ -10,7 +10,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Register
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 
-from tests.helpers import eventually
+from tests.support.helpers import eventually
 
 
 async def register_namespace(client: Client, prefix: str = "callers") -> str:

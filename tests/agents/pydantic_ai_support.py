@@ -19,9 +19,9 @@ from temporalio.worker import Worker
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from examples.pydantic_ai_approval import AGENT_NAME, PydanticWriter, WriterJob
-from tests.helpers import eventually
-from tests.processes import run_cli
-from tests.scripts import Behaviour, last_role, tool_results
+from tests.support.helpers import eventually
+from tests.support.processes import run_cli
+from tests.support.scripts import Behaviour, last_role, tool_results
 
 REASON = "the agent says it needs the release notes"
 

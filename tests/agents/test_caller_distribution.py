@@ -32,9 +32,9 @@ from temporalio.client import Client
 from config.settings import Settings
 from durable_approvals.types import derived_request_id
 from tests.conftest import HistoryRecorder
-from tests.failure_support import address_of
-from tests.helpers import wait_pending
-from tests.processes import REPO_ROOT, run_cli
+from tests.support.failure_support import address_of
+from tests.support.helpers import wait_pending
+from tests.support.processes import REPO_ROOT, run_cli
 from worker import build_worker
 
 CALLER_DIR = REPO_ROOT / "callers" / "python"

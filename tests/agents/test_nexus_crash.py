@@ -15,9 +15,9 @@ from durable_approvals import nexus_request_id
 from tests.agents.nexus_caller_worker import CallerWorker
 from tests.agents.nexus_callers import NexusReleasePipeline, NexusWriteJob
 from tests.agents.nexus_support import client_on, register_namespace
-from tests.caller_workflows import JobOutcome
-from tests.helpers import rows, wait_pending
-from tests.processes import WorkerProcess, process_env, run_cli
+from tests.support.caller_workflows import JobOutcome
+from tests.support.helpers import rows, wait_pending
+from tests.support.processes import WorkerProcess, process_env, run_cli
 
 
 async def test_both_workers_killed_while_a_nexus_request_waits(

@@ -10,9 +10,9 @@ from temporalio.api.operatorservice.v1 import ListNexusEndpointsRequest
 from temporalio.client import Client
 
 from doors.nexus_endpoint import endpoint_command
-from tests.doors.test_run_local import LocalRun, all_gone, runs  # noqa: F401 (runs: the fixture)
-from tests.processes import free_port
-from tests.stack import until
+from tests.project.test_run_local import LocalRun, all_gone, runs  # noqa: F401 (runs: the fixture)
+from tests.support.processes import free_port
+from tests.support.stack import until
 
 
 def test_make_run_creates_the_approvals_endpoint(tmp_path: Path, runs: list[LocalRun]) -> None:  # noqa: F811

@@ -21,10 +21,10 @@ from durable_approvals import ApprovalResult
 from durable_approvals.nexus_caller import nexus_request_id
 from tests.agents.nexus_callers import NexusReleasePipeline, NexusWriteJob
 from tests.agents.nexus_support import client_on, register_namespace
-from tests.caller_workflows import JobOutcome, write_release_file
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, wait_pending
-from tests.processes import run_cli
+from tests.support.caller_workflows import JobOutcome, write_release_file
+from tests.support.helpers import approval_row, eventually, rows, wait_pending
+from tests.support.processes import run_cli
 from ui.queries import with_requester_link
 from worker import build_worker
 

@@ -20,15 +20,15 @@ from temporalio.worker import Replayer
 
 from config.settings import Settings
 from core.contract import UPDATE_DECIDE
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from durable_approvals import derived_request_id
 from examples.openai_agents_approval import agent_worker, agents_plugin
 from examples.openai_agents_writer import AGENT_NAME, NotesWriterAgent, WriterOutcome, WriterTask
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.helpers import approval_row, eventually, wait_pending
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
 

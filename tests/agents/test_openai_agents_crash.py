@@ -19,9 +19,9 @@ from durable_approvals import derived_request_id
 from examples.openai_agents_approval import agents_plugin
 from examples.openai_agents_writer import NotesWriterAgent, WriterOutcome, WriterTask
 from tests.agents.test_openai_agents_adapter import tool_outputs_seen, writes_then_quotes
-from tests.helpers import wait_pending
-from tests.processes import REPO_ROOT, WorkerProcess, process_env, run_cli
-from tests.scripts import ScriptedModel
+from tests.support.helpers import wait_pending
+from tests.support.processes import REPO_ROOT, WorkerProcess, process_env, run_cli
+from tests.support.scripts import ScriptedModel
 
 
 @dataclass

@@ -21,9 +21,9 @@ from demo_model.script import respond
 from demo_model.server import text_reply, tool_reply
 from examples.pydantic_ai_approval import AGENT_NAME, PydanticWriter, main
 from tests.agents.pydantic_ai_support import REASON, agent_worker, asks_to_write, pending_cards, start_agent
-from tests.helpers import approval_row, eventually
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.helpers import approval_row, eventually
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
 

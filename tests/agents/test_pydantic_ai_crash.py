@@ -16,8 +16,8 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from tests.agents.pydantic_ai_support import agents_client, asks_to_write, pending_cards, start_agent
-from tests.processes import REPO_ROOT, WorkerProcess, process_env, run_cli
-from tests.scripts import ScriptedModel
+from tests.support.processes import REPO_ROOT, WorkerProcess, process_env, run_cli
+from tests.support.scripts import ScriptedModel
 
 
 @dataclass

@@ -14,8 +14,8 @@ from demo_model.server import text_reply, tool_reply
 from examples.pydantic_ai_approval import WriterJob
 from tests.agents.pydantic_ai_support import agent_worker, pending_cards
 from tests.agents.pydantic_ai_workflows import PydanticWriterTasks, WriterTasks
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, first_user_text, last_role, tool_results
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, first_user_text, last_role, tool_results
 from worker import build_worker
 
 

@@ -30,9 +30,9 @@ from temporalio.client import Client
 from config.settings import Settings
 from durable_approvals import ApprovalResult
 from tests.conftest import HistoryRecorder
-from tests.failure_support import address_of
-from tests.helpers import approval_row, wait_pending
-from tests.processes import REPO_ROOT, run_cli
+from tests.support.failure_support import address_of
+from tests.support.helpers import approval_row, wait_pending
+from tests.support.processes import REPO_ROOT, run_cli
 from worker import build_worker
 
 EXAMPLE = REPO_ROOT / "examples" / "typescript"

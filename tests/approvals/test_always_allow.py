@@ -8,12 +8,12 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import SIGNAL_SET_AUTO_APPROVE
-from core.models import AutoApproveInput, DecisionInput
+from core.conversation_model import AutoApproveInput, DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, last_role
+from tests.support.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, last_role
 from worker import build_worker
 
 

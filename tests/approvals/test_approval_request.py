@@ -19,12 +19,12 @@ from temporalio.worker import Worker
 
 from config.settings import Settings
 from durable_approvals import derived_request_id
-from tests.caller_workflows import JobOutcome, ReleasePipeline, WriteJob, write_release_file
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, wait_pending
-from tests.processes import run_cli
-from tests.stack import one_line
-from tests.ui_fixtures import add_person, api_client
+from tests.support.caller_workflows import JobOutcome, ReleasePipeline, WriteJob, write_release_file
+from tests.support.helpers import approval_row, eventually, rows, wait_pending
+from tests.support.processes import run_cli
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import add_person, api_client
 from worker import build_worker
 
 GATED = """

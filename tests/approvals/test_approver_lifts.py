@@ -11,13 +11,13 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.approvers import keeps_asking
-from core.models import PolicyRules
+from core.policy_rules import PolicyRules
 from core.tool_specs import TOOL_SPECS
 from doors.control import get_state, set_auto_approve, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, pending_rows, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person, api_client
+from tests.support.helpers import eventually, pending_rows, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import add_person, api_client
 from worker import build_worker
 
 POLICY = """

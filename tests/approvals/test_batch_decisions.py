@@ -7,14 +7,14 @@ from __future__ import annotations
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import arguments_hash
+from core.conversation_model import arguments_hash
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
-from tests.postgres import on_both_backends
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import api_client
+from tests.support.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
+from tests.support.postgres import on_both_backends
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 

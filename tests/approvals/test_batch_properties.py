@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput, arguments_hash
+from core.conversation_model import DecisionInput, arguments_hash
 from doors import decision_delivery
 from doors.control import start_conversation
 from storage.store import ProjectionStore
-from tests.helpers import rows
-from tests.ui_fixtures import api_client, seed_pending
+from tests.support.helpers import rows
+from tests.support.ui_fixtures import api_client, seed_pending
 
 _example = itertools.count()
 

@@ -15,8 +15,8 @@ from config.policy_file import read_policy_file
 from config.settings import Settings
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import pending_rows, tool_messages, wait_pending, wait_status
-from tests.scripts import ScriptedModel, run_each_message
+from tests.support.helpers import pending_rows, tool_messages, wait_pending, wait_status
+from tests.support.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 CEDAR = """

@@ -6,11 +6,11 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import SIGNAL_CLOSE
-from core.models import CloseInput, ConversationState
+from core.conversation_model import CloseInput, ConversationState
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, rows, wait_pending, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

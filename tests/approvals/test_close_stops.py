@@ -13,13 +13,13 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import SIGNAL_CLOSE
-from core.models import CloseInput, ConversationState
+from core.conversation_model import CloseInput, ConversationState
 from demo_model.server import text_reply
 from doors.control import start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually
-from tests.scripts import ScriptedModel
+from tests.support.helpers import eventually
+from tests.support.scripts import ScriptedModel
 from worker import build_worker
 
 MODEL_SECONDS = 60

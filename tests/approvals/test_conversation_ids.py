@@ -13,20 +13,15 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from config.settings import Settings
+from core.conversation_model import ApprovalRecord, request_id_for
 from core.ids import InvalidConversationId, check_conversation_id
-from core.models import (
-    ApprovalRecord,
-    ApprovalRequestedProjection,
-    ApprovalResolvedProjection,
-    ConversationProjection,
-    request_id_for,
-)
+from core.projection_model import ApprovalRequestedProjection, ApprovalResolvedProjection, ConversationProjection
 from doors.control import start_conversation
 from storage.store import ProjectionStore
-from tests.helpers import rows
-from tests.processes import REPO_ROOT
-from tests.stack import one_line
-from tests.ui_fixtures import api_client
+from tests.support.helpers import rows
+from tests.support.processes import REPO_ROOT
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import api_client
 
 COLLIDING = "conv-a_call_1"  # with call_2 it makes the request id of conv-a with call_1_call_2
 REFUSED = [COLLIDING, "a/b", "", "-lead", ".lead", "x" * 129, "conv a", "conv\n", "cönv", "a:b"]

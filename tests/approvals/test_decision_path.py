@@ -15,11 +15,11 @@ from temporalio.client import Client, WorkflowHistory
 
 from config.settings import Settings
 from core.contract import SIGNAL_TOOL_STILL_RUNNING
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows import patches
 from workflows.activity_calls import EXECUTE_TOOL

@@ -10,14 +10,14 @@ from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
 from core.contract import UPDATE_DECIDE
-from core.models import DecisionInput, DecisionResult
+from core.conversation_model import DecisionInput, DecisionResult
 from core.refusals import DecisionRefused
 from doors.control import get_state, send_decision, start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, execute, tool_messages, wait_pending, wait_status, workspace_of
-from tests.postgres import on_both_backends
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, execute, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.postgres import on_both_backends
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 pytestmark = on_both_backends

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from core.approvals import ApprovalBook
 from core.approvers import approvers_for, may_decide, not_by_for, required_for
+from core.conversation_model import ApprovalRecord, DecisionInput, arguments_hash
 from core.edits import EditDesk
-from core.models import ApprovalRecord, ApproverRule, DecisionInput, PolicyRules, arguments_hash
 from core.policy import evaluate
+from core.policy_rules import ApproverRule, PolicyRules
 from core.tool_arguments import validate_arguments
 from core.tool_registry import InvalidToolCall, main_argument_text
 from core.tool_specs import TOOL_SPECS

@@ -10,10 +10,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from core.contract import QUERY_GET_STATE
-from core.models import ConversationState
+from core.conversation_model import ConversationState
 from doors.control import start_conversation
-from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker, replayer
 
 

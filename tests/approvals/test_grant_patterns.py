@@ -9,8 +9,9 @@ from itertools import pairwise
 import pytest
 
 from core.grant_patterns import grant_rule, grant_rules, widen
-from core.models import PolicyRules, ToolDef
 from core.policy import evaluate
+from core.policy_rules import PolicyRules
+from core.tool_model import ToolDef
 from core.tool_specs import TOOL_SPECS, main_argument_text
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from cli.main import main
 from config.settings import Settings
-from core.models import ConversationProjection
+from core.projection_model import ConversationProjection
 from storage.store import ProjectionStore
-from tests.ui_fixtures import add_person
+from tests.support.ui_fixtures import add_person
 
 POLICY = """
 ask = ["write_file", "run_shell"]

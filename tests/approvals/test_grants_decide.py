@@ -22,9 +22,9 @@ from doors.control import send_message, start_conversation
 from durable_approvals.types import APPROVAL_REQUEST_WORKFLOW, ApprovalRequestInput, ApprovalResult
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, run_each_message
+from tests.support.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 POLICY = 'allow = ["read_file", "list_dir"]\ndeny = ["run_shell(echo secret*)"]\n'

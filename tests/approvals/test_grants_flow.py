@@ -14,9 +14,9 @@ from config.settings import Settings
 from doors.control import get_state
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import Db, approval_row, eventually, start_and_wait, wait_status, workspace_of
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import Db, approval_row, eventually, start_and_wait, wait_status, workspace_of
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

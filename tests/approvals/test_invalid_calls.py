@@ -7,8 +7,8 @@ from temporalio.client import Client
 from config.settings import Settings
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import rows, tool_messages, wait_status
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import rows, tool_messages, wait_status
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

@@ -7,11 +7,11 @@ import json
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import tool_messages, wait_pending, wait_status
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

@@ -11,13 +11,13 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import UPDATE_MOVE
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, wait_pending, wait_status, workspace_of
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role
+from tests.support.helpers import eventually, wait_pending, wait_status, workspace_of
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, last_role
 from worker import build_worker
 
 # The shell marks that it runs, then waits for the test's flag: the move is asked while a tool runs.

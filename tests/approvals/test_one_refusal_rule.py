@@ -17,16 +17,16 @@ from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
 from core.contract import UPDATE_DECIDE
-from core.models import DecisionInput, DecisionResult
+from core.conversation_model import DecisionInput, DecisionResult
 from core.refusals import DecisionRefused
 from doors.control import get_state, send_decision, start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.stack import one_line
-from tests.ui_fixtures import add_person
+from tests.support.helpers import approval_row, eventually, wait_pending
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import add_person
 from worker import build_worker
 
 POLICY = """

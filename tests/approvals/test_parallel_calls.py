@@ -5,11 +5,11 @@ from __future__ import annotations
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, new_workspace, tool_messages, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, new_workspace, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from config.settings import ConfigError, Settings
-from core.models import PolicyRules
 from core.policy import DEFAULT_RULES, InvalidRule, Rule, evaluate, network_allowed, shell_segments
+from core.policy_rules import PolicyRules
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,9 @@ from demo_model.script import respond
 from demo_model.server import ScriptedModelServer, tool_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
-from tests.processes import free_port, run_cli
-from tests.scripts import ScriptedModel, run_each_message
+from tests.support.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
+from tests.support.processes import free_port, run_cli
+from tests.support.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 

@@ -14,13 +14,13 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from core.previews import EffectPreview
 from core.why import WhyContext
 from demo_model.server import text_reply, tool_reply
 from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import (
+from tests.support.helpers import (
     approval_row,
     eventually,
     new_workspace,
@@ -29,8 +29,8 @@ from tests.helpers import (
     wait_pending,
     wait_status,
 )
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
 OLD = "alpha\nbeta\ngamma\n"

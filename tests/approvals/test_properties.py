@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from activities.builtin_tools import truncate
 from core.approvals import ApprovalBook
 from core.contract import ERROR_ALREADY_RESOLVED, ERROR_UNKNOWN_APPROVAL
-from core.models import ApprovalRecord, DecisionInput, PolicyRules, Resolution, request_id_for
+from core.conversation_model import ApprovalRecord, DecisionInput, Resolution, request_id_for
 from core.policy import DEFAULT_RULES, evaluate, shell_segments
+from core.policy_rules import PolicyRules
 
 TOOLS = ["list_dir", "read_file", "write_file", "run_shell", "kv_set", "kv_get"]
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-./", min_size=1, max_size=12)

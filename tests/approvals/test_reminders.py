@@ -16,15 +16,15 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors import control
 from doors.control import start_conversation
 from tests.conftest import save_and_replay
-from tests.helpers import approval_row, eventually, wait_pending, wait_status, workspace_of
-from tests.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook, write_policy
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person, api_client
+from tests.support.helpers import approval_row, eventually, wait_pending, wait_status, workspace_of
+from tests.support.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook, write_policy
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import add_person, api_client
 from worker import build_worker
 
 TIMEOUT = 3600.0
@@ -143,7 +143,7 @@ async def test_reminders_and_escalation_fire_on_time_survive_a_restart_and_stop_
     rid = row["request_id"]
     assert f"approval {rid}: reminder 1" in summaries and f"approval {rid}: escalate" in summaries
     assert f"approval {rid}: warn 1" in summaries  # armed, then canceled by the decision
-    await save_and_replay(client, history, "release3_reminders_escalation_decided")
+    await save_and_replay(client, history, "reminders_escalation_then_decided")
 
 
 async def test_an_extension_moves_the_expiry_and_re_arms_the_warning(
@@ -186,7 +186,7 @@ async def test_an_extension_moves_the_expiry_and_re_arms_the_warning(
     assert '"by": "alice"' in expired["details_json"] and "on holiday" in expired["details_json"]
     assert answer.json()["expires_at"] > row["expires_at"]
     assert not (workspace_of(settings, cid) / "late.txt").exists()
-    await save_and_replay(client, history, "release3_extension_then_expired")
+    await save_and_replay(client, history, "extension_then_expired")
 
 
 async def test_a_request_with_no_channel_and_no_timer_waits_as_before(

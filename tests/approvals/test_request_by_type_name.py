@@ -14,8 +14,8 @@ from temporalio.common import WorkflowIDReusePolicy
 
 from config.settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import rows, wait_pending
-from tests.processes import run_cli
+from tests.support.helpers import rows, wait_pending
+from tests.support.processes import run_cli
 from worker import build_worker
 
 REQUEST = {

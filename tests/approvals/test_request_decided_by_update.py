@@ -11,11 +11,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision
 from tests.approvals.test_request_by_type_name import ask
 from tests.conftest import HistoryRecorder
-from tests.helpers import rows, wait_pending
+from tests.support.helpers import rows, wait_pending
 from worker import build_worker
 
 DECISION_EVENTS = (

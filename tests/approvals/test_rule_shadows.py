@@ -14,8 +14,8 @@ import pytest
 
 from config.policy_file import PolicyFile
 from core.fatigue import suggest_rules
-from core.models import PolicyRules
 from core.policy import DEFAULT_RULES, evaluate
+from core.policy_rules import PolicyRules
 from core.rule_shadows import covers, shadowed_allows, shadowing_ask
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,9 +12,9 @@ from temporalio.client import Client
 from config.settings import Settings
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, run_each_message
+from tests.support.helpers import tool_messages, wait_pending, wait_status
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, run_each_message
 from worker import build_worker
 
 LIVE = 'allow = ["read_file", "list_dir", "run_shell(echo *)"]\n\n[shadow]\npolicy = "new.toml"\n'

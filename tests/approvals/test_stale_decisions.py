@@ -12,15 +12,15 @@ from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
 from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
-from core.models import DecisionInput, DecisionResult, arguments_hash
+from core.conversation_model import DecisionInput, DecisionResult, arguments_hash
 from doors.control import get_state, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
-from tests.postgres import on_both_backends
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.stack import one_line
-from tests.ui_fixtures import api_client
+from tests.support.helpers import approval_row, rows, wait_pending, wait_status, workspace_of
+from tests.support.postgres import on_both_backends
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 ARGS = {"path": "bound.txt", "content": "exactly this"}

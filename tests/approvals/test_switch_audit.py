@@ -9,15 +9,15 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import SIGNAL_CLOSE, SIGNAL_SET_AUTO_APPROVE, WORKFLOW_TYPE
-from core.models import ConversationInput, ConversationState
+from core.conversation_model import ConversationInput, ConversationState
 from demo_model.server import text_reply
 from doors.control import get_state, send_message, set_auto_approve, start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, wait_pending
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person, api_client
+from tests.support.helpers import eventually, wait_pending
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import add_person, api_client
 from worker import build_worker
 
 WRITE = ("call_1", "write_file", {"path": "switched.txt", "content": "x"})

@@ -7,12 +7,12 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, rows, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, last_role
+from tests.support.helpers import approval_row, eventually, rows, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, last_role
 from worker import build_worker
 
 

@@ -9,14 +9,14 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, new_workspace, pending_rows, rows, wait_pending, wait_status
-from tests.postgres import on_both_backends
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, last_role
+from tests.support.helpers import approval_row, eventually, new_workspace, pending_rows, rows, wait_pending, wait_status
+from tests.support.postgres import on_both_backends
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, last_role
 from worker import build_worker
 
 OLD = "première ligne\r\nsans fin de ligne".encode()

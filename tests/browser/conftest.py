@@ -18,7 +18,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from tests.browser_support import CHROMIUM_ARGS, CHROMIUM_PATH, Inbox, serve_inbox
+from tests.support.browser_support import CHROMIUM_ARGS, CHROMIUM_PATH, Inbox, serve_inbox
 
 expect.set_options(timeout=30_000)
 

@@ -11,11 +11,11 @@ from playwright.async_api import Browser, expect
 
 from activities.ledger import Ledger
 from config.settings import Settings
-from core.models import ToolResult
-from tests.browser_support import screenshot
-from tests.helpers import rows
+from core.tool_run_model import ToolResult
 from tests.observability.seeding import START, Decided, seed_decided
-from tests.ui_fixtures import served_app
+from tests.support.browser_support import screenshot
+from tests.support.helpers import rows
+from tests.support.ui_fixtures import served_app
 
 CHARTS = ["chart-days", "chart-tools", "chart-people", "chart-undecided", "chart-slowest"]
 

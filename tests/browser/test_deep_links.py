@@ -14,11 +14,11 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, start_and_wait, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import served_app
+from tests.support.browser_support import screenshot, serve_inbox
+from tests.support.helpers import approval_row, start_and_wait, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import served_app
 
 TOKEN = "link-token"
 

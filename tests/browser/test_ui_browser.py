@@ -21,11 +21,11 @@ from temporalio.testing import WorkflowEnvironment
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from doors.control import start_conversation
-from tests.browser_support import PHONE, Inbox, dot, screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary, first_user_text, last_role
-from tests.ui_fixtures import seed_conversation, seed_pending
+from tests.support.browser_support import PHONE, Inbox, dot, screenshot, serve_inbox
+from tests.support.helpers import workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary, first_user_text, last_role
+from tests.support.ui_fixtures import seed_conversation, seed_pending
 
 README_SCREENSHOT = Path("docs/inbox.png")
 

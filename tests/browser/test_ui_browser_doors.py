@@ -14,10 +14,10 @@ from config.settings import Settings
 from core.visible import is_hidden
 from doors import control
 from doors.control import start_conversation
-from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
-from tests.helpers import workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.browser_support import Inbox, dot, screenshot
+from tests.support.helpers import workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 
 OVERRIDE = "echo safe \u202e; touch X #"
 

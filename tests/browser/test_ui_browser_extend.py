@@ -15,11 +15,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from tests.browser.test_ui_browser_people import POLICY
-from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, start_and_wait, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person
+from tests.support.browser_support import screenshot, serve_inbox
+from tests.support.helpers import approval_row, start_and_wait, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import add_person
 
 
 async def test_an_approver_extends_from_the_card_and_an_outsider_is_refused(

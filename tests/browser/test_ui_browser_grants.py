@@ -10,10 +10,10 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
-from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, start_and_wait
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.browser_support import screenshot, serve_inbox
+from tests.support.helpers import approval_row, eventually, start_and_wait
+from tests.support.scripts import ScriptedModel, calls_then_summary
 
 
 async def test_the_card_offers_a_grant_that_approves_what_else_waits_like_it(

@@ -7,7 +7,7 @@ from playwright.async_api import Browser, expect
 
 from config.settings import Settings
 from tests.storage.test_hosts import one_waiting_one_fine
-from tests.ui_fixtures import served_app
+from tests.support.ui_fixtures import served_app
 
 LINE = "waiting for host pod-a: no worker since 10:02:03; moving at 10:04:03"
 

@@ -13,10 +13,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
-from tests.browser_support import screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, new_workspace, start_and_wait, wait_status
-from tests.scripts import ScriptedModel, last_role
+from tests.support.browser_support import screenshot, serve_inbox
+from tests.support.helpers import approval_row, eventually, new_workspace, start_and_wait, wait_status
+from tests.support.scripts import ScriptedModel, last_role
 
 OLD = "alpha\nbeta\ngamma\n"
 NEW = "alpha\nBETA <b>bold</b>\ngamma\n"

@@ -13,10 +13,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply
-from tests.browser_support import Inbox, screenshot, serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.processes import WorkerProcess, process_env
-from tests.scripts import ScriptedModel
+from tests.support.browser_support import Inbox, screenshot, serve_inbox
+from tests.support.processes import WorkerProcess, process_env
+from tests.support.scripts import ScriptedModel
 
 # Numbered words, so the pieces of two attempts run together could never read as one prefix.
 REPLY = "".join(f"w{n} <b>bold?</b> " for n in range(40))

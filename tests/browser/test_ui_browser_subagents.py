@@ -9,10 +9,10 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from doors.control import start_conversation
-from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
-from tests.helpers import workspace_of
-from tests.scripts import ScriptedModel, delegation
+from tests.support.browser_support import Inbox, dot, screenshot
+from tests.support.helpers import workspace_of
+from tests.support.scripts import ScriptedModel, delegation
 from workflows.delegation import child_conversation_id
 
 TASK = "write the report to report.txt"

@@ -7,12 +7,12 @@ from playwright.async_api import expect
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import ConversationState, arguments_hash
+from core.conversation_model import ConversationState, arguments_hash
 from doors.control import get_state, start_conversation
-from tests.browser_support import Inbox, screenshot
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.browser_support import Inbox, screenshot
+from tests.support.helpers import approval_row, eventually, start_and_wait, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 
 CALLS = [(f"c_{n}", "write_file", {"path": f"{n}.txt", "content": n}) for n in ("a", "b", "c")]
 

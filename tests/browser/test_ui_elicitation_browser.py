@@ -20,11 +20,11 @@ from demo_model.server import text_reply, tool_reply
 from doors.control import start_conversation
 from storage import elicitations
 from storage.store import ProjectionStore
-from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, tool_messages, wait_status
-from tests.mcp_support import with_config
-from tests.scripts import ScriptedModel, last_role
+from tests.support.browser_support import Inbox, dot, screenshot
+from tests.support.helpers import eventually, tool_messages, wait_status
+from tests.support.mcp_support import with_config
+from tests.support.scripts import ScriptedModel, last_role
 from tests.tools.test_mcp_npm_filesystem import NPM_CACHE, QUIET
 
 PACKAGE = "@modelcontextprotocol/server-everything"

@@ -20,12 +20,12 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from config.settings import ConfigError, Settings
-from tests.browser_support import serve_inbox
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, rows, start_and_wait, wait_status, workspace_of
-from tests.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person
+from tests.support.browser_support import serve_inbox
+from tests.support.helpers import approval_row, rows, start_and_wait, wait_status, workspace_of
+from tests.support.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import add_person
 from ui.proxy_identity import parse_proxies
 from worker import build_worker
 

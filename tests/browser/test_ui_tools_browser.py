@@ -11,10 +11,10 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from doors.control import start_conversation
-from tests.browser_support import Inbox, dot, screenshot
 from tests.conftest import HistoryRecorder
-from tests.mcp_support import with_config
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.browser_support import Inbox, dot, screenshot
+from tests.support.mcp_support import with_config
+from tests.support.scripts import ScriptedModel, calls_then_summary
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from doors.control import start_conversation
-from tests.processes import REPO_ROOT, process_env
-from tests.stack import one_line
-from tests.ui_fixtures import seed_conversation, seed_pending
+from tests.support.processes import REPO_ROOT, process_env
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import seed_conversation, seed_pending
 
 BAD_USAGE = [
     ["show", "conv-x", "--timeout", "-1"],

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import rows, workspace_of
-from tests.postgres import BACKENDS_POSTGRES_AT_SCALE, database_for
-from tests.processes import DevServer
-from tests.scale import at_scale
-from tests.stack import Stack, make_stack, one_line, until
-from tests.ui_fixtures import seed_conversation
+from tests.support.helpers import rows, workspace_of
+from tests.support.postgres import BACKENDS_POSTGRES_AT_SCALE, database_for
+from tests.support.processes import DevServer
+from tests.support.scale import at_scale
+from tests.support.stack import Stack, make_stack, one_line, until
+from tests.support.ui_fixtures import seed_conversation
 
 
 @pytest.fixture(scope="module", params=BACKENDS_POSTGRES_AT_SCALE)
@@ -164,7 +164,7 @@ def _python_starter() -> list[str]:
 
 
 def _root() -> Path:
-    from tests.processes import REPO_ROOT
+    from tests.support.processes import REPO_ROOT
 
     return REPO_ROOT
 

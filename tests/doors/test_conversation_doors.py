@@ -6,14 +6,14 @@ from __future__ import annotations
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import ConversationState
+from core.conversation_model import ConversationState
 from doors.control import get_state, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, pending_rows, wait_pending, wait_status, workspace_of
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.stack import one_line
-from tests.ui_fixtures import api_client
+from tests.support.helpers import approval_row, eventually, pending_rows, wait_pending, wait_status, workspace_of
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 WRITE = ("call_1", "write_file", {"path": "auto.txt", "content": "by auto-approve"})

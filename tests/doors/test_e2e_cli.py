@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import workspace_of
-from tests.postgres import on_both_backends_postgres_at_scale
-from tests.processes import DevServer
-from tests.stack import Stack, make_stack, until
+from tests.support.helpers import workspace_of
+from tests.support.postgres import on_both_backends_postgres_at_scale
+from tests.support.processes import DevServer
+from tests.support.stack import Stack, make_stack, until
 
 pytestmark = on_both_backends_postgres_at_scale
 

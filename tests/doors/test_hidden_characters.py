@@ -15,9 +15,9 @@ from cli.output import HIDDEN_FLAG, tool_call_text
 from cli.watch import event_line
 from config.settings import Settings
 from core.visible import is_hidden, reveal
-from tests.helpers import rows
-from tests.processes import REPO_ROOT, process_env
-from tests.ui_fixtures import seed_pending
+from tests.support.helpers import rows
+from tests.support.processes import REPO_ROOT, process_env
+from tests.support.ui_fixtures import seed_pending
 
 OVERRIDE = "echo safe \u202e; touch X #"
 

@@ -25,8 +25,8 @@ from temporalio.client import Client
 from config.settings import Settings
 from doors.ask import request_id_for
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, pending_rows, rows, wait_pending
-from tests.processes import REPO_ROOT, free_port, process_env, run_cli
+from tests.support.helpers import approval_row, pending_rows, rows, wait_pending
+from tests.support.processes import REPO_ROOT, free_port, process_env, run_cli
 from worker import build_worker
 
 AGENT = "claude-code"

@@ -2,8 +2,9 @@
 
 Conversations wait for days across deploys: a worker running new code must rebuild every waiting
 or running conversation from the history the old code wrote. Each file under tests/histories/ is
-one such history (finished, waiting for a person, continued as new, expired); a change of the
-workflow's commands that is not behind `workflow.patched` fails here with a non-determinism error.
+one such history (finished, waiting for a person, continued as new, expired), named by what it
+records; a change of the workflow's commands that is not behind `workflow.patched` fails here with
+a non-determinism error. It replays under the workflow id its name carries (tests/support/histories.py).
 """
 
 from __future__ import annotations
@@ -16,27 +17,28 @@ from temporalio.client import WorkflowHistory
 from config.settings import Settings
 from payload_store import data_converter
 from payload_store.history import references
+from tests.support.histories import HISTORY_DIR, PAYLOADS, committed_histories, history_path, workflow_id
 from worker import replayer
 
-HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
-# The payload store the histories with references were recorded against (read only here).
-PAYLOADS = Path(__file__).parent.parent / "histories" / "payloads"
+HISTORIES = committed_histories()
+NAMES = [path.relative_to(HISTORY_DIR).with_suffix("").as_posix() for path in HISTORIES]
 
 
 def test_the_previous_release_left_histories_to_replay() -> None:
     assert len(HISTORIES) >= 10, "tests/histories/ lost its recorded histories"
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+@pytest.mark.parametrize("path", HISTORIES, ids=NAMES)
 async def test_committed_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
     converter = data_converter(Settings(payload_store=str(PAYLOADS)))
     result = await replayer(converter).replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"
+    assert result.replay_failure is None, f"{path.relative_to(HISTORY_DIR)} no longer replays: {result.replay_failure}"
 
 
 def test_a_history_with_stored_payloads_is_committed_with_its_payloads() -> None:
-    history = WorkflowHistory.from_json("stored_payloads", (PAYLOADS.parent / "stored_payloads.json").read_text())
+    path = history_path("stored_payloads/large_payloads_by_reference")
+    history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
     found = references(history)
     assert found and all(r.driver_name == "local-files" for r in found)
     for reference in found:

@@ -11,11 +11,11 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import approximate_tokens, text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import (
+from tests.support.helpers import (
     TURN_EVENTS,
     archived,
     eventually,
@@ -26,8 +26,8 @@ from tests.helpers import (
     wait_status,
     workspace_of,
 )
-from tests.scale import at_scale
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.scale import at_scale
+from tests.support.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
 BUDGET = 30_000

@@ -16,9 +16,9 @@ from demo_model.script import scripted_summary
 from demo_model.server import text_reply, tool_reply
 from doors.control import get_state, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.failure_support import held_first, projection_catches_up, wait_turn, worker_process
-from tests.helpers import TURN_EVENTS, archived, eventually, full_transcript, new_workspace, rows
-from tests.scripts import ScriptedModel, last_role
+from tests.support.failure_support import held_first, projection_catches_up, wait_turn, worker_process
+from tests.support.helpers import TURN_EVENTS, archived, eventually, full_transcript, new_workspace, rows
+from tests.support.scripts import ScriptedModel, last_role
 
 
 def read_big(messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from demo_model.script import scripted_summary
 from demo_model.server import ScriptedHttpError, text_reply, tool_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, eventually, new_workspace, rows, wait_status
-from tests.scripts import ScriptedModel, last_role
+from tests.support.helpers import TURN_EVENTS, eventually, new_workspace, rows, wait_status
+from tests.support.scripts import ScriptedModel, last_role
 from worker import build_worker
 
 BUDGET = 2_000

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,17 +14,12 @@ from activities.llm import wire_messages
 from activities.llm_errors import is_context_window_error
 from config.settings import DEFAULT_CONTEXT_BUDGET, ConfigError, Settings, default_context_budget
 from core import compaction
-from core.models import (
-    ArchivedMessage,
-    ChatMessage,
-    CompactionProjection,
-    ContextAnchor,
-    ConversationProjection,
-    ToolCall,
-)
+from core.chat_model import ChatMessage, ContextAnchor, ToolCall
+from core.projection_model import ArchivedMessage, CompactionProjection, ConversationProjection
 from storage.store import ProjectionStore
-from tests.helpers import Db, rows
-from tests.postgres import on_both_backends
+from tests.support.helpers import Db, rows
+from tests.support.histories import HISTORY_DIR
+from tests.support.postgres import on_both_backends
 
 SYSTEM = ChatMessage(role="system", content="prompt")
 
@@ -202,7 +196,7 @@ async def test_archiving_twice_adds_nothing(database: Db) -> None:
 
 def test_the_committed_histories_cover_compaction_and_the_context_error_retry() -> None:
     """tests/durability/test_committed_histories.py replays these; here: they hold what they are named for."""
-    folder = Path(__file__).parent.parent / "histories"
+    folder = HISTORY_DIR
 
     def scheduled(name: str) -> list[str]:
         events = json.loads((folder / f"{name}.json").read_text())["events"]
@@ -220,7 +214,7 @@ def test_the_committed_histories_cover_compaction_and_the_context_error_retry() 
             if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_FAILED"
         ]
 
-    assert scheduled("compacted_conversation").count("project_compaction") >= 2
-    assert failures("context_error_compacted_and_retried") == ["LlmContextWindowExceeded"]
-    assert "project_compaction" in scheduled("context_error_compacted_and_retried")
-    assert failures("context_error_failed_turn") == ["LlmContextWindowExceeded"] * 2
+    assert scheduled("compaction/compacted_conversation").count("project_compaction") >= 2
+    assert failures("compaction/context_error_compacted_and_retried") == ["LlmContextWindowExceeded"]
+    assert "project_compaction" in scheduled("compaction/context_error_compacted_and_retried")
+    assert failures("compaction/context_error_failed_turn") == ["LlmContextWindowExceeded"] * 2

@@ -12,10 +12,10 @@ import pytest
 from temporalio.client import Client
 
 from cli.watch import _Follower
-from tests.failure_support import address_of
-from tests.helpers import new_workspace
-from tests.stack import Stack, make_stack
-from tests.ui_fixtures import api_client
+from tests.support.failure_support import address_of
+from tests.support.helpers import new_workspace
+from tests.support.stack import Stack, make_stack
+from tests.support.ui_fixtures import api_client
 
 
 @pytest.fixture

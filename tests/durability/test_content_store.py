@@ -23,9 +23,9 @@ from payload_store.blob_files import LocalBlobFiles
 from payload_store.blob_tree import dumps, split
 from payload_store.content_driver import ContentAddressedDriver
 from payload_store.history import references
-from tests.failure_support import replay_recorded
-from tests.helpers import eventually, wait_status
-from tests.scripts import ScriptedModel
+from tests.support.failure_support import replay_recorded
+from tests.support.helpers import eventually, wait_status
+from tests.support.scripts import ScriptedModel
 from worker import build_worker
 
 STORE, READ = StorageDriverStoreContext(), StorageDriverRetrieveContext()

@@ -13,8 +13,8 @@ from config.settings import Settings
 from demo_model.server import ScriptedHttpError, approximate_tokens, text_reply, tool_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import TURN_EVENTS, Db, eventually, full_transcript, new_workspace, rows, wait_status
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.helpers import TURN_EVENTS, Db, eventually, full_transcript, new_workspace, rows, wait_status
+from tests.support.scripts import ScriptedModel, last_role, tool_results
 from worker import build_worker
 
 WINDOW = 2_000

@@ -18,15 +18,15 @@ from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
 from core.contract import ERROR_ALREADY_RESOLVED, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE, WORKFLOW_TYPE
-from core.models import ConversationInput, Decision, DecisionInput
+from core.conversation_model import ConversationInput, Decision, DecisionInput
 from core.policy import DEFAULT_RULES
 from demo_model.server import text_reply, tool_reply
 from doors.control import get_state, send_decision, send_message
 from tests.conftest import HistoryRecorder
-from tests.failure_support import assert_projection_matches, assistant_count, holds, lines
-from tests.helpers import new_workspace, pending_rows, rows, tool_messages, workspace_of
-from tests.scale import at_scale
-from tests.scripts import ScriptedModel, last_role
+from tests.support.failure_support import assert_projection_matches, assistant_count, holds, lines
+from tests.support.helpers import new_workspace, pending_rows, rows, tool_messages, workspace_of
+from tests.support.scale import at_scale
+from tests.support.scripts import ScriptedModel, last_role
 from worker import build_worker
 
 BIG_TURN = 60

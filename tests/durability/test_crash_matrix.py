@@ -13,10 +13,10 @@ from pathlib import Path
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import Decision, DecisionInput
+from core.conversation_model import Decision, DecisionInput
 from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.failure_support import (
+from tests.support.failure_support import (
     assistant_count,
     by_marker,
     held_first,
@@ -26,8 +26,8 @@ from tests.failure_support import (
     wait_turn,
     worker_process,
 )
-from tests.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, eventually, tool_messages, wait_pending, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 
 A, B, C, D = "a: llm in flight", "b: approvals wait", "c: approved tool runs", "d: between siblings"
 

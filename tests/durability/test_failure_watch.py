@@ -23,17 +23,17 @@ from temporalio.worker import Worker
 
 from config.settings import Settings
 from core.contract import SIGNAL_SET_AUTO_APPROVE, UPDATE_DECIDE
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from maintenance.failure_watch import FailureWatch
 from storage.store import ProjectionStore
-from tests.broken_workflows import DriftedConversation, RaisingConversation
 from tests.conftest import HistoryRecorder
-from tests.failure_support import address_of, wait_turn
-from tests.helpers import eventually, pending_rows, rows, tool_messages, wait_pending, workspace_of
-from tests.processes import REPO_ROOT, process_env
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import api_client
+from tests.support.broken_workflows import DriftedConversation, RaisingConversation
+from tests.support.failure_support import address_of, wait_turn
+from tests.support.helpers import eventually, pending_rows, rows, tool_messages, wait_pending, workspace_of
+from tests.support.processes import REPO_ROOT, process_env
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 

@@ -19,10 +19,10 @@ from doors.control import get_state, send_message, start_conversation
 from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes, references
 from tests.conftest import HistoryRecorder
-from tests.failure_support import assistant_count, holds
-from tests.helpers import new_workspace, rows
-from tests.scale import at_scale
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.failure_support import assistant_count, holds
+from tests.support.helpers import new_workspace, rows
+from tests.support.scale import at_scale
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 READS = 20

@@ -12,9 +12,9 @@ from temporalio.client import Client
 from config.settings import Settings
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import wait_status
-from tests.processes import REPO_ROOT
-from tests.scripts import ScriptedModel
+from tests.support.helpers import wait_status
+from tests.support.processes import REPO_ROOT
+from tests.support.scripts import ScriptedModel
 from worker import build_worker
 
 

@@ -11,12 +11,12 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import ConversationState, DecisionInput
+from core.conversation_model import ConversationState, DecisionInput
 from demo_model.server import Responder, ScriptedHttpError, text_reply
 from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, wait_pending, wait_status
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import eventually, wait_pending, wait_status
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 WRITE = ("call_1", "write_file", {"path": "notes.txt", "content": "hello"})

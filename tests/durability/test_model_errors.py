@@ -10,8 +10,8 @@ from config.settings import Settings
 from demo_model.server import ScriptedHttpError, text_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import rows, wait_status
-from tests.scripts import ScriptedModel
+from tests.support.helpers import rows, wait_status
+from tests.support.scripts import ScriptedModel
 from worker import build_worker
 
 

@@ -13,13 +13,13 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.llm import LlmActivities
 from config.settings import ConfigError, Settings
-from core.models import ChatMessage, LlmRequest
+from core.chat_model import ChatMessage, LlmRequest
 from demo_model.server import ScriptedHttpError, text_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import wait_status
-from tests.processes import free_port
-from tests.scripts import ScriptedModel
+from tests.support.helpers import wait_status
+from tests.support.processes import free_port
+from tests.support.scripts import ScriptedModel
 from worker import build_worker
 
 TOOLS = [{"type": "function", "function": {"name": "list_dir", "parameters": {"type": "object"}}}]

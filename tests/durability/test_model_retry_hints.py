@@ -18,13 +18,13 @@ from temporalio.testing import ActivityEnvironment
 from activities.llm import LlmActivities
 from activities.llm_errors import MAX_RETRY_DELAY, retry_hint
 from config.settings import Settings
+from core.chat_model import ChatMessage, LlmRequest
 from core.contract import ERROR_CONTEXT_WINDOW, ERROR_LLM_RATE_LIMITED, ERROR_LLM_SERVER_ERROR
-from core.models import ChatMessage, LlmRequest
 from demo_model.server import ScriptedHttpError, text_reply
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import wait_status
-from tests.scripts import ScriptedModel
+from tests.support.helpers import wait_status
+from tests.support.scripts import ScriptedModel
 from worker import build_worker
 from workflows.activity_calls import CALL_LLM, LLM_RETRY
 

@@ -20,11 +20,11 @@ from core.contract import (
     SIGNAL_SUBMIT_MESSAGE,
     UPDATE_DECIDE,
 )
-from core.models import ConversationState, DecisionResult
+from core.conversation_model import ConversationState, DecisionResult
 from doors.control import get_state, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

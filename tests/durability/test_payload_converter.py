@@ -10,7 +10,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import WorkflowSerializationContext
 
 from config.settings import Settings
-from core.models import DecisionInput, ToolResult
+from core.conversation_model import DecisionInput
+from core.tool_run_model import ToolResult
 from payload_store import data_converter
 from payload_store.converter import SharedAdaptersPayloadConverter, shared_type_adapter
 

@@ -31,11 +31,11 @@ from core.contract import (
     SIGNAL_SUBMIT_MESSAGE,
     UPDATE_DECIDE,
 )
-from core.models import AutoApproveInput, ConversationState, DecisionInput, MessageInput
+from core.conversation_model import AutoApproveInput, ConversationState, DecisionInput, MessageInput
 from doors.control import get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import tool_messages, wait_pending, wait_status, workflow_task_failures, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 # Well under the 2 MB payload limit, far over anything a door sends; rare enough that the

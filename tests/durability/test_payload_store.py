@@ -18,15 +18,16 @@ from cli.conversations import query_state
 from cli.errors import CliError
 from cli.temporal import Session
 from config.settings import ConfigError, Settings
+from core.chat_model import ChatMessage
 from core.contract import ERROR_INVALID_DECISION, UPDATE_DECIDE
-from core.models import ChatMessage, DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply
 from doors.control import send_decision, start_conversation
 from payload_store import LocalFileDriver, PayloadStoreError, data_converter, external_storage
 from payload_store.blob_files import LocalBlobFiles, S3BlobFiles
 from payload_store.content_driver import ContentAddressedDriver
-from tests.helpers import tool_messages, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

@@ -17,10 +17,10 @@ from doors.control import start_conversation
 from payload_store import data_converter
 from payload_store.blob_tree import dumps
 from payload_store.history import payload_sizes, references
-from tests.failure_support import assistant_count, holds, lines, replay_recorded, wait_turn, worker_process
-from tests.helpers import new_workspace, rows, tool_messages, wait_status, workspace_of
-from tests.s3_support import S3Server
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.failure_support import assistant_count, holds, lines, replay_recorded, wait_turn, worker_process
+from tests.support.helpers import new_workspace, rows, tool_messages, wait_status, workspace_of
+from tests.support.s3_support import S3Server
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.conversation import SYSTEM_PROMPT
 

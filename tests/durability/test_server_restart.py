@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
-from tests.failure_support import (
+from tests.support.failure_support import (
     assistant_count,
     by_marker,
     lines,
@@ -17,9 +17,9 @@ from tests.failure_support import (
     wait_turn,
     worker_process,
 )
-from tests.helpers import tool_messages, wait_pending, workspace_of
-from tests.processes import DevServer
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import tool_messages, wait_pending, workspace_of
+from tests.support.processes import DevServer
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
 X, Y = "x: two asks", "y: one ask"

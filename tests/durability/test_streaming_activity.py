@@ -14,11 +14,12 @@ from temporalio.testing import ActivityEnvironment
 from activities.llm import LlmActivities
 from activities.stream_publisher import EVENT_MESSAGE_DELTA, DeltaPublisher
 from config.settings import ConfigError, Settings
-from core.models import ChatMessage, LlmRequest, ProjectionEvent, ToolCall
+from core.chat_model import ChatMessage, LlmRequest, ToolCall
+from core.projection_model import ProjectionEvent
 from demo_model.server import text_reply, tool_reply
 from demo_model.streaming import pieces
 from storage.store import ProjectionStore
-from tests.scripts import ScriptedModel
+from tests.support.scripts import ScriptedModel
 
 LONG_TEXT = "".join(f"word{n} <b>&amp;</b> " for n in range(150))  # 3,000 characters, 750 pieces
 

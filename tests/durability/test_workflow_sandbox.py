@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHistory
@@ -24,24 +23,24 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from config.settings import Settings
 from config.workflow_sandbox import WORKFLOW_RUNNER, compiled
 from payload_store import data_converter
-from tests.context_probe import ECHO, ContextProbe, echo
+from tests.support.context_probe import ECHO, ContextProbe, echo
+from tests.support.histories import PAYLOADS, history_path, workflow_id
 from worker import replayer
-
-HISTORIES = Path(__file__).parent.parent / "histories"
 
 
 async def replay(name: str) -> None:
-    history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
-    converter = data_converter(Settings(payload_store=str(HISTORIES / "payloads")))
+    path = history_path(name)
+    history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
+    converter = data_converter(Settings(payload_store=str(PAYLOADS)))
     result = await replayer(converter).replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
 
 
 async def test_a_second_conversation_runs_on_strings_compiled_for_the_first() -> None:
     assert isinstance(WORKFLOW_RUNNER, SandboxedWorkflowRunner)  # still the SDK's sandbox, restrictions and all
-    await replay("compacted_conversation")
+    await replay("compaction/compacted_conversation")
     after_first = compiled.cache_info()
-    await replay("release4_failed_summary_keeps_messages")
+    await replay("compaction/failed_summary_keeps_messages")
     after_second = compiled.cache_info()
     assert after_second.misses == after_first.misses, "an entry string was compiled again"
     assert after_second.hits - after_first.hits >= 10  # each of its activations went through the cache

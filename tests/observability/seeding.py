@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from config.settings import Settings
-from core.models import ApprovalRecord, ApprovalResolvedProjection, ConversationProjection, request_id_for
+from core.conversation_model import ApprovalRecord, request_id_for
+from core.projection_model import ApprovalResolvedProjection, ConversationProjection
 from storage.store import ProjectionStore
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

@@ -13,11 +13,11 @@ import pytest
 
 from cli.main import main
 from config.settings import Settings
+from core.conversation_model import DecisionInput
 from core.fatigue import narrowest_pattern, rapid_run
-from core.models import DecisionInput
 from storage.store import ProjectionStore
 from tests.observability.seeding import START, Decided, seed_decided
-from tests.ui_fixtures import api_client, seed_pending
+from tests.support.ui_fixtures import api_client, seed_pending
 
 
 def notes_calls(count: int = 25) -> list[Decided]:

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.processes import REPO_ROOT, DevServer, free_port, wait_for_port
-from tests.stack import Stack, make_stack, until
-from tests.ui_fixtures import served_app
+from tests.support.processes import REPO_ROOT, DevServer, free_port, wait_for_port
+from tests.support.stack import Stack, make_stack, until
+from tests.support.ui_fixtures import served_app
 
 SECRET_WORDS = ("kiwi", "mango", "papaya", "guava", "lychee", "quince", "zorblat")
 

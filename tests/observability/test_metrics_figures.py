@@ -7,11 +7,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from activities.ledger import Ledger
 from config.settings import Settings
-from core.models import ToolResult
+from core.tool_run_model import ToolResult
 from storage.store import ProjectionStore
 from tests.observability.seeding import Decided, seed_decided
-from tests.postgres import on_both_backends
-from tests.ui_fixtures import api_client, seed_pending
+from tests.support.postgres import on_both_backends
+from tests.support.ui_fixtures import api_client, seed_pending
 from ui.metrics_routes import DECISION_BUCKETS
 
 pytestmark = on_both_backends

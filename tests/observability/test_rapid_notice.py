@@ -10,9 +10,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import start_and_wait, wait_status
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import api_client
+from tests.support.helpers import start_and_wait, wait_status
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 

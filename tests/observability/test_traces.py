@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.observability.otlp_receiver import OtlpReceiver
-from tests.processes import DevServer
-from tests.stack import Stack, make_stack, until
+from tests.support.processes import DevServer
+from tests.support.stack import Stack, make_stack, until
 
 SECRET = "kiwi-4711"
 

@@ -22,11 +22,11 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import OPENAI_DEFAULT_MODEL, Settings
-from core.models import ConversationState, DecisionInput
+from core.conversation_model import ConversationState, DecisionInput
 from doors.control import close_conversation, get_state, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, wait_pending, workspace_of
-from tests.processes import free_port
+from tests.support.helpers import approval_row, eventually, wait_pending, workspace_of
+from tests.support.processes import free_port
 from worker import build_worker
 
 # Each step waits for a few model calls of a few seconds to a minute or two each (the server

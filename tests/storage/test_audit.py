@@ -10,16 +10,16 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import SIGNAL_APPROVAL_DECISION
-from core.models import DecisionInput, arguments_hash
+from core.conversation_model import DecisionInput, arguments_hash
 from doors.control import start_conversation
 from storage.audit import parse_since
 from tests.conftest import HistoryRecorder
-from tests.helpers import new_workspace, wait_pending, wait_status, workspace_of
-from tests.postgres import on_both_backends
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.stack import one_line
-from tests.ui_fixtures import api_client
+from tests.support.helpers import new_workspace, wait_pending, wait_status, workspace_of
+from tests.support.postgres import on_both_backends
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.stack import one_line
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 OK = {"path": "ok.txt", "content": "fine"}

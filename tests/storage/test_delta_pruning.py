@@ -12,10 +12,10 @@ from config.settings import Settings
 from demo_model.server import text_reply
 from doors.control import send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import rows, wait_status
-from tests.postgres import on_both_backends
-from tests.scripts import ScriptedModel
-from tests.ui_fixtures import api_client
+from tests.support.helpers import rows, wait_status
+from tests.support.postgres import on_both_backends
+from tests.support.scripts import ScriptedModel
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 RETENTION = 1.0

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from core.grants import Grant
-from core.models import ConversationProjection
+from core.projection_model import ConversationProjection
 from storage.store import ProjectionStore
-from tests.helpers import Db
-from tests.postgres import on_both_backends
+from tests.support.helpers import Db
+from tests.support.postgres import on_both_backends
 
 pytestmark = on_both_backends
 NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)

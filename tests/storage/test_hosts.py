@@ -7,13 +7,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from core.conversation_model import TurnStatus
 from core.host_wait import host_wait_text
 from core.hosts import EVENT_HOST_BACK, EVENT_HOST_WAITING, EVENT_MOVED
-from core.models import ConversationProjection, ProjectionEvent, TurnStatus
+from core.projection_model import ConversationProjection, ProjectionEvent
 from storage.audit import switch_text
 from storage.store import ProjectionStore
-from tests.helpers import Db
-from tests.postgres import on_both_backends
+from tests.support.helpers import Db
+from tests.support.postgres import on_both_backends
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 

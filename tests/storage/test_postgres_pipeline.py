@@ -14,12 +14,12 @@ import psycopg
 import pytest
 from psycopg import pq
 
-from core.models import ApprovalResolvedProjection, ProjectionEvent
+from core.projection_model import ApprovalResolvedProjection, ProjectionEvent
 from storage import stream_events, writes
 from storage.backend import Operation, Tx
 from storage.postgres_backend import PostgresBackend, PostgresTx
-from tests.postgres import PostgresServer
 from tests.storage.test_store import NOW, asked, conversation
+from tests.support.postgres import PostgresServer
 
 
 @pytest.fixture

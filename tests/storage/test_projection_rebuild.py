@@ -10,14 +10,14 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import SIGNAL_CLOSE
-from core.models import CloseInput, DecisionInput
+from core.conversation_model import CloseInput, DecisionInput
 from demo_model.server import text_reply
 from doors.control import get_state, send_decision, send_message, start_conversation
 from maintenance.rebuild import rebuild_projection
 from tests.conftest import HistoryRecorder
-from tests.failure_support import by_marker, projection_catches_up
-from tests.helpers import approval_row, pending_rows, rows, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.failure_support import by_marker, projection_catches_up
+from tests.support.helpers import approval_row, pending_rows, rows, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 TWO, ONE, IDLE, ENDED = "two asks", "one ask", "just talk", "then close"

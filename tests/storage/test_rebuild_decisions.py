@@ -12,10 +12,10 @@ from config.settings import Settings
 from doors.control import start_conversation
 from maintenance.rebuild import rebuild_projection
 from tests.conftest import HistoryRecorder
-from tests.helpers import rows, wait_pending, wait_status
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, calls_then_summary
 from tests.storage.test_projection_rebuild import lose
+from tests.support.helpers import rows, wait_pending, wait_status
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 DECISION_ROWS = """SELECT a.request_id, a.conversation_id, a.turn_id, a.tool_call_id, a.tool_name,

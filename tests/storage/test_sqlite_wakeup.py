@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.store import ProjectionStore
 
 WRITE_ONE = """
 import asyncio, sys
-from core.models import ProjectionEvent
+from core.projection_model import ProjectionEvent
 from storage.store import ProjectionStore
 
 async def main():

@@ -10,21 +10,20 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from activities.ledger import Ledger
-from core.models import (
-    ApprovalRecord,
+from core.conversation_model import ApprovalRecord, DecisionInput
+from core.projection_model import (
     ApprovalRequestedProjection,
     ApprovalResolvedProjection,
     ConversationProjection,
-    DecisionInput,
     ProjectionEvent,
-    ToolResult,
 )
 from core.refusals import DecisionRefused
+from core.tool_run_model import ToolResult
 from storage.migrations import latest_version
 from storage.reader import BadCursor
 from storage.store import ProjectionStore
-from tests.helpers import Db, execute, rows
-from tests.postgres import on_both_backends
+from tests.support.helpers import Db, execute, rows
+from tests.support.postgres import on_both_backends
 
 pytestmark = on_both_backends
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -12,12 +12,12 @@ from pathlib import Path
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.failure_support import by_marker, holds, lines, projection_catches_up, wait_turn, worker_process
-from tests.helpers import approval_row, tool_messages, wait_pending, workspace_of
-from tests.scripts import ScriptedModel, delegation
+from tests.support.failure_support import by_marker, holds, lines, projection_catches_up, wait_turn, worker_process
+from tests.support.helpers import approval_row, tool_messages, wait_pending, workspace_of
+from tests.support.scripts import ScriptedModel, delegation
 from workflows.delegation import child_conversation_id
 
 WAITS, RUNS = "a: the child waits", "b: the child's tool runs"

@@ -9,16 +9,16 @@ import sys
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import ConversationState
+from core.conversation_model import ConversationState
 from doors.control import close_conversation, start_conversation
 from maintenance.rebuild import rebuild_projection
 from tests.conftest import HistoryRecorder
-from tests.failure_support import address_of
-from tests.helpers import execute, rows, wait_pending
-from tests.postgres import on_both_backends
-from tests.processes import REPO_ROOT, process_env
-from tests.scripts import ScriptedModel, delegation
-from tests.ui_fixtures import api_client
+from tests.support.failure_support import address_of
+from tests.support.helpers import execute, rows, wait_pending
+from tests.support.postgres import on_both_backends
+from tests.support.processes import REPO_ROOT, process_env
+from tests.support.scripts import ScriptedModel, delegation
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 from workflows.delegation import child_conversation_id
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import ConversationState
+from core.conversation_model import ConversationState
 from doors.control import start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, wait_status
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel, delegation
+from tests.support.helpers import eventually, wait_status
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel, delegation
 from worker import build_worker
 from workflows.delegation import child_conversation_id
 

@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.ids import check_conversation_id
-from core.models import PolicyRules, RuleVerdict
 from core.policy import STRICTNESS, evaluate, network_allowed
+from core.policy_rules import PolicyRules, RuleVerdict
 from core.subagent_policy import narrow
 from workflows.delegation import child_conversation_id
 

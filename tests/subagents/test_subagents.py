@@ -11,14 +11,14 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
 from config.settings import Settings
-from core.models import ConversationState, DecisionInput
+from core.conversation_model import ConversationState, DecisionInput
 from core.refusals import DecisionRefused
 from demo_model.server import text_reply
 from doors.control import close_conversation, send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.failure_support import replay_recorded
-from tests.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary, delegation, first_user_text
+from tests.support.failure_support import replay_recorded
+from tests.support.helpers import approval_row, eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary, delegation, first_user_text
 from worker import build_worker
 from workflows.delegation import child_conversation_id
 

@@ -13,9 +13,9 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
-from tests.failure_support import address_of
-from tests.processes import WorkerProcess, process_env, run_cli
-from tests.scripts import last_role
+from tests.support.failure_support import address_of
+from tests.support.processes import WorkerProcess, process_env, run_cli
+from tests.support.scripts import last_role
 
 SLOW_SHELL = "echo started >> runs.txt; sleep {seconds}; echo finished >> runs.txt"
 

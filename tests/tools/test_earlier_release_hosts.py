@@ -20,10 +20,10 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from tests.failure_support import address_of
-from tests.helpers import eventually, rows, wait_pending, wait_status, workspace_of
-from tests.processes import REPO_ROOT, WorkerProcess, process_env
-from tests.scripts import ScriptedModel
+from tests.support.failure_support import address_of
+from tests.support.helpers import eventually, rows, wait_pending, wait_status, workspace_of
+from tests.support.processes import REPO_ROOT, WorkerProcess, process_env
+from tests.support.scripts import ScriptedModel
 from tests.tools.host_support import Hosts, by_the_word
 
 # The last commit of the release before conversations moved off a gone host (host-gone-moves).

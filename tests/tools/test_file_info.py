@@ -17,8 +17,8 @@ from core.policy import DEFAULT_RULES, evaluate
 from core.tool_specs import InvalidToolCall
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import new_workspace, tool_messages, wait_status
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import new_workspace, tool_messages, wait_status
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 LAUNCHERS = ["bwrap", "unshare", "off"]

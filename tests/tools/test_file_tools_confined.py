@@ -25,27 +25,31 @@ from temporalio.client import Client
 from activities.builtin_tools import BUILTIN_TOOLS, KvStore, Workspace
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
-from tests.failure_support import wait_turn, worker_process
-from tests.helpers import tool_messages, wait_pending, workspace_of
-from tests.processes import REPO_ROOT
-from tests.scripts import ScriptedModel, tool_results
+from tests.support.failure_support import wait_turn, worker_process
+from tests.support.helpers import tool_messages, wait_pending, workspace_of
+from tests.support.processes import REPO_ROOT
+from tests.support.scripts import ScriptedModel, tool_results
 
 SECRET = "sk-secret-marker"
 LAUNCHERS = ["bwrap", "unshare", "off"]
 
 
 def race(tool: str, count: int, tmp_path: Path, launcher: str) -> tuple[list[str], Path]:
-    """Run tests/file_race.py as a worker with secrets in its environment; (results, outside file)."""
+    """Run tests/support/file_race.py as a worker with secrets in its environment; (results, outside file)."""
     outside = tmp_path / "outside" / "target"
     outside.parent.mkdir(parents=True)
     outside.write_text("untouched")
     env = dict(os.environ, OPENAI_API_KEY=SECRET, SLACK_SIGNING_SECRET=f"{SECRET}-slack")
     args = [tool, str(count), str(tmp_path / "workspace"), str(outside), launcher]
     done = subprocess.run(
-        [sys.executable, "-m", "tests.file_race", *args], cwd=REPO_ROOT, env=env, capture_output=True, timeout=600
+        [sys.executable, "-m", "tests.support.file_race", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     return json.loads(done.stdout), outside

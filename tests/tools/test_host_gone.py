@@ -13,12 +13,12 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
-from tests.processes import run_cli
-from tests.scripts import ScriptedModel
+from tests.support.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.processes import run_cli
+from tests.support.scripts import ScriptedModel
 from tests.tools.host_support import Hosts, by_the_word, hosts_listing, shown
 
 GONE_SECONDS = 20

@@ -15,11 +15,11 @@ from temporalio.client import Client
 
 from config.host_identity import HOST_ID_FILE
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel
+from tests.support.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel
 from tests.tools.host_support import Hosts, by_the_word, terminate
 
 

@@ -18,7 +18,7 @@ from activities.ledger import Claim, Ledger
 from activities.sandbox import SandboxPolicy
 from activities.tools import ToolActivities
 from activities.workspaces import workspace_for
-from core.models import ToolRequest, ToolResult
+from core.tool_run_model import ToolRequest, ToolResult
 from storage.store import ProjectionStore
 
 CLAIM_SECONDS = 0.3  # the claim is held this long, so the order of events is plain to see

@@ -29,12 +29,12 @@ from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from doors.control import get_state, start_conversation
 from maintenance.rebuild import rebuild_projection
-from tests.failure_support import address_of
-from tests.helpers import eventually, rows, tool_messages
-from tests.postgres import PostgresServer
-from tests.processes import REPO_ROOT, WorkerProcess, free_port, process_env, wait_for_port
-from tests.scale import at_scale
-from tests.scripts import ScriptedModel, first_user_text, last_role, tool_results
+from tests.support.failure_support import address_of
+from tests.support.helpers import eventually, rows, tool_messages
+from tests.support.postgres import PostgresServer
+from tests.support.processes import REPO_ROOT, WorkerProcess, free_port, process_env, wait_for_port
+from tests.support.scale import at_scale
+from tests.support.scripts import ScriptedModel, first_user_text, last_role, tool_results
 
 HOSTS = ("host-a", "host-b", "host-c")
 KILL_EACH = 5  # a worker is SIGKILLed after the first answered decision and every fifth after it

@@ -9,7 +9,7 @@ from pathlib import Path
 from mcp import types
 
 from activities.mcp_elicitation import Asker, ElicitationDesk
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from storage import elicitations
 from storage.store import ProjectionStore
 

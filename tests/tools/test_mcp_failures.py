@@ -18,11 +18,11 @@ from config.settings import Settings
 from config.tools_section import McpServerConfig
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import wait_status
-from tests.mcp_support import with_config
-from tests.processes import REPO_ROOT, process_env
-from tests.scripts import ScriptedModel
-from tests.ui_fixtures import api_client
+from tests.support.helpers import wait_status
+from tests.support.mcp_support import with_config
+from tests.support.processes import REPO_ROOT, process_env
+from tests.support.scripts import ScriptedModel
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 
 MISSING = "a-package-nobody-installed"

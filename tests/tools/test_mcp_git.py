@@ -8,12 +8,12 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, new_workspace, rows, tool_messages, wait_pending, wait_status
-from tests.mcp_support import commit_count, git_processes, git_repo, git_server, with_config
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, new_workspace, rows, tool_messages, wait_pending, wait_status
+from tests.support.mcp_support import commit_count, git_processes, git_repo, git_server, with_config
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 

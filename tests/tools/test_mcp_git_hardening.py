@@ -20,9 +20,9 @@ from config.settings import Settings
 from config.tools_section import McpServerConfig
 from doors.control import start_conversation
 from tests.conftest import HistoryRecorder, binary
-from tests.helpers import new_workspace, tool_messages, wait_status
-from tests.mcp_support import GIT_IDENTITY, with_config
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import new_workspace, tool_messages, wait_status
+from tests.support.mcp_support import GIT_IDENTITY, with_config
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from tests.tools.test_sandbox import LAUNCHERS
 from worker import build_worker
 

@@ -10,14 +10,14 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.failure_support import holds, replay_recorded, wait_turn, worker_process
-from tests.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
-from tests.mcp_support import HttpMcpServer, with_config
-from tests.scripts import ScriptedModel, calls_then_summary, last_role
+from tests.support.failure_support import holds, replay_recorded, wait_turn, worker_process
+from tests.support.helpers import pending_rows, rows, tool_messages, wait_pending, wait_status
+from tests.support.mcp_support import HttpMcpServer, with_config
+from tests.support.scripts import ScriptedModel, calls_then_summary, last_role
 from worker import build_worker
 
 

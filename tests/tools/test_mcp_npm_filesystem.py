@@ -13,14 +13,14 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from demo_model.server import text_reply, tool_reply
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, tool_messages, wait_pending, wait_status
-from tests.mcp_support import with_config
-from tests.processes import REPO_ROOT
-from tests.scripts import ScriptedModel
+from tests.support.helpers import approval_row, tool_messages, wait_pending, wait_status
+from tests.support.mcp_support import with_config
+from tests.support.processes import REPO_ROOT
+from tests.support.scripts import ScriptedModel
 from tests.tools.test_sandbox import LAUNCHERS
 from worker import build_worker
 

@@ -23,18 +23,18 @@ from activities.tools import ToolActivities
 from activities.workspaces import workspace_for
 from config.settings import Settings
 from config.tools_section import McpServerConfig, ToolsConfig
-from core.models import ToolRequest
+from core.tool_run_model import ToolRequest
 from doors.control import start_conversation
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import new_workspace, wait_status
-from tests.mcp_support import with_config
-from tests.processes import REPO_ROOT
-from tests.scripts import ScriptedModel
+from tests.support.helpers import new_workspace, wait_status
+from tests.support.mcp_support import with_config
+from tests.support.processes import REPO_ROOT
+from tests.support.scripts import ScriptedModel
 from tests.tools.test_sandbox import LAUNCHERS, SECRET, failing_launchers, shell
 from worker import build_worker
 
-PROBE = REPO_ROOT / "tests" / "probe_mcp_server.py"
+PROBE = REPO_ROOT / "tests" / "support" / "probe_mcp_server.py"
 GREETING = "hello-from-the-host"
 
 

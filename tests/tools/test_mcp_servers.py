@@ -16,7 +16,7 @@ from activities.mcp_launch import stdio_parameters
 from activities.mcp_servers import McpServers
 from activities.workspaces import workspace_for
 from config.tools_section import McpServerConfig
-from tests.mcp_support import git_processes, git_repo, git_server
+from tests.support.mcp_support import git_processes, git_repo, git_server
 
 
 async def test_a_stdio_server_starts_on_demand_is_reused_restarted_and_stopped(tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ from activities.mcp_servers import McpServers
 from activities.sandbox import SandboxPolicy
 from activities.workspaces import workspace_for
 from config.tools_section import McpServerConfig
-from tests.processes import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 from tests.tools.test_sandbox import LAUNCHERS, SECRET
 
-PROBE = REPO_ROOT / "tests" / "probe_mcp_server.py"
+PROBE = REPO_ROOT / "tests" / "support" / "probe_mcp_server.py"
 
 
 def shared_probe(tmp_path: Path) -> McpServerConfig:

@@ -22,7 +22,7 @@ from core.prescreen_verdict import PrescreenVerdict
 from demo_model.prescreen import scripted_verdict
 from demo_model.script import respond
 from demo_model.server import ScriptedHttpError, ScriptedModelServer, text_reply, tool_reply
-from tests.scripts import ScriptedModel
+from tests.support.scripts import ScriptedModel
 
 KEY = "sk-test-prescreen-0123456789"
 CRITERIA = "Allow commands that only read. Bring anything that deletes or pushes to a person."

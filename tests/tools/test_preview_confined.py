@@ -15,8 +15,8 @@ from activities.builtin_tools import Workspace
 from activities.file_state import TargetChanged, write_if_unchanged
 from activities.previews import preview_effect, read_as_the_tool_sees
 from activities.sandbox import SandboxPolicy
-from core.models import PreviewInput
 from core.previews import ABSENT, content_hash
+from core.tool_run_model import PreviewInput
 
 SECRET = "outside-secret-marker"
 LAUNCHERS = ["bwrap", "unshare", "off"]

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from activities import process_watch
-from tests.processes import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 # Runs in a fresh interpreter: the child watcher is a process-wide setting.
 PROBE = """

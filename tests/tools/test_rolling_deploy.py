@@ -39,15 +39,16 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput, ToolRequest, ToolResult
+from core.conversation_model import DecisionInput
+from core.tool_run_model import ToolRequest, ToolResult
 from demo_model.server import text_reply, tool_reply
 from doors.control import get_state, send_decision, send_message, start_conversation
 from maintenance.rebuild import rebuild_projection
-from tests.failure_support import address_of
-from tests.helpers import eventually, rows, tool_messages, workspace_of
-from tests.processes import REPO_ROOT, free_port, process_env, wait_for_port
-from tests.scale import at_scale
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.failure_support import address_of
+from tests.support.helpers import eventually, rows, tool_messages, workspace_of
+from tests.support.processes import REPO_ROOT, free_port, process_env, wait_for_port
+from tests.support.scale import at_scale
+from tests.support.scripts import ScriptedModel, last_role, tool_results
 from tests.tools.host_support import Hosts, hosts_listing, terminate
 from tests.tools.test_many_hosts import (  # noqa: F401 (many_hosts_settings: the fixture)
     _report_stuck,

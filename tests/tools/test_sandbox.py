@@ -22,12 +22,12 @@ from activities.sandbox import SandboxPolicy, SandboxUnavailable, sandboxed_laun
 from activities.sandbox_identity import worker_is_root
 from config.settings import ConfigError, Settings
 from core.builtin.run_shell import run as run_shell
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, tool_messages, wait_pending, wait_status, workspace_of
-from tests.processes import REPO_ROOT
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import approval_row, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.processes import REPO_ROOT
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
 # unshare comes with util-linux everywhere; bubblewrap is a package (CI installs it and sets REQUIRE_BWRAP).

@@ -18,10 +18,10 @@ import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, start_conversation
 from tests.conftest import HistoryRecorder, binary
-from tests.helpers import (
+from tests.support.helpers import (
     approval_row,
     new_workspace,
     pending_rows,
@@ -30,10 +30,10 @@ from tests.helpers import (
     wait_status,
     workspace_of,
 )
-from tests.processes import REPO_ROOT
-from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
-from tests.stack import make_stack
-from tests.ui_fixtures import served_app
+from tests.support.processes import REPO_ROOT
+from tests.support.scripts import ScriptedModel, calls_then_summary, first_user_text
+from tests.support.stack import make_stack
+from tests.support.ui_fixtures import served_app
 from worker import build_worker
 
 VICTIM = "write hello to notes.txt"

@@ -22,8 +22,8 @@ from activities.sandbox import SandboxPolicy, SandboxUnavailable, describe, sand
 from activities.sandbox_identity import not_root_problem, worker_is_root
 from config.sandbox_section import NOBODY, SandboxLimits
 from config.settings import ConfigError, Settings
-from tests import sandbox_probes
-from tests.processes import REPO_ROOT
+from tests.support import sandbox_probes
+from tests.support.processes import REPO_ROOT
 from tests.tools.test_sandbox import LAUNCHERS, shell
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -182,7 +182,7 @@ def test_an_unprivileged_worker_gets_the_same_sandbox(launcher: str) -> None:
     assert shutil.which("setpriv") and Path(SYSTEM_PYTHON).exists(), "util-linux setpriv and python3 are needed"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-    argv += [SYSTEM_PYTHON, "-m", "tests.sandbox_probes", launcher]
+    argv += [SYSTEM_PYTHON, "-m", "tests.support.sandbox_probes", launcher]
     done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

@@ -14,11 +14,11 @@ from pathlib import Path
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import DecisionInput
+from core.conversation_model import DecisionInput
 from doors.control import send_decision, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary
+from tests.support.helpers import eventually, rows, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import EXECUTE_TOOL, PICK_TOOL_HOST, PROJECT_APPROVAL_RESOLVED
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
@@ -59,7 +59,7 @@ async def test_tools_go_to_the_host_picked_once_for_the_conversation(
     assert picks == [settings.task_queue], "picked once, by any worker of the shared queue"
     # On the workflow's own queue, marked for the picked host; this worker is that host, so none
     # had to go round by the host's own queue.
-    assert tools == [(settings.task_queue, settings.host_task_queue)] * 4, tools
+    assert tools == [(settings.task_queue, settings.host_queue)] * 4, tools
     # Each approved tool's activity wrote its approval's resolution: no activity of its own.
     assert PROJECT_APPROVAL_RESOLVED not in [name for name, _, _ in activities]
     decided = rows(settings.approvals_db, "SELECT decision FROM ui_pending_approvals WHERE conversation_id = ?", cid)
@@ -84,7 +84,7 @@ async def test_a_tool_that_reaches_another_host_runs_only_on_its_own(
 
         async def sent_to_a() -> bool:
             tools = [(q, r) for name, q, r in await scheduled(client, cid) if name == EXECUTE_TOOL]
-            return tools == [(settings.task_queue, host_a.host_task_queue), (host_a.host_task_queue, None)]
+            return tools == [(settings.task_queue, host_a.host_queue), (host_a.host_queue, None)]
 
         await eventually(sent_to_a)
         assert not (workspace_of(host_b, cid) / "a.txt").exists(), "host B ran nothing"

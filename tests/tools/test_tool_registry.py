@@ -13,9 +13,10 @@ import pytest
 import examples.weather_tools as weather
 from activities.python_tools import PythonToolError, load_python_tools, python_tool_definition, run_python_tool
 from approvals_tools import tool, tools_of
-from core.models import PolicyRules, ToolDef
 from core.policy import evaluate
+from core.policy_rules import PolicyRules
 from core.tool_arguments import validate_call
+from core.tool_model import ToolDef
 from core.tool_registry import Catalog, InvalidToolCall, main_argument_text
 from core.tool_specs import TOOL_SPECS
 

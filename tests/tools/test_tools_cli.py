@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from activities.workspaces import workspace_for
-from tests.helpers import new_workspace
-from tests.mcp_support import commit_count, git_repo, git_server, with_config
-from tests.processes import DevServer
-from tests.stack import Stack, make_stack
+from tests.support.helpers import new_workspace
+from tests.support.mcp_support import commit_count, git_repo, git_server, with_config
+from tests.support.processes import DevServer
+from tests.support.stack import Stack, make_stack
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,9 @@ def stack(tmp_path: Path, temporal: DevServer) -> Iterator[Stack]:
         "python_tools": ["examples.weather_tools"],
     }
     # The repository named relative to the workspace each instance of the server runs in.
-    configured = with_config(system.settings, tmp_path / "tools.toml", rules, {"git": git_server(Path("repo"))})
+    # A loaded machine can take longer than the default 15 s to start the server in its sandbox.
+    git = {**git_server(Path("repo")), "list_timeout_seconds": 60}
+    configured = with_config(system.settings, tmp_path / "tools.toml", rules, {"git": git})
     system.env["POLICY_FILE"] = str(configured.policy_file)
     yield system
     system.stop()

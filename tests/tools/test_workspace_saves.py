@@ -25,7 +25,7 @@ from payload_store.workspace_chunks import (
     ManifestError,
 )
 from payload_store.workspace_store import CHUNKS, LocalWorkspaceStore, get_manifest
-from tests.s3_support import S3Server
+from tests.support.s3_support import S3Server
 
 HOUR_AGO = time.time() - 3600
 

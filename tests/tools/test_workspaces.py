@@ -12,12 +12,13 @@ from temporalio.client import Client
 from activities.workspaces import workspace_for
 from config.settings import Settings
 from core.contract import WORKFLOW_TYPE
-from core.models import ConversationInput, PolicyRules
+from core.conversation_model import ConversationInput
+from core.policy_rules import PolicyRules
 from demo_model.server import text_reply, tool_reply
 from doors.control import new_conversation_id, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, tool_messages, wait_status, workspace_of
-from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
+from tests.support.helpers import eventually, tool_messages, wait_status, workspace_of
+from tests.support.scripts import ScriptedModel, calls_then_summary, first_user_text
 from worker import build_worker
 from workflows.delegation import child_conversation_id
 

@@ -19,7 +19,7 @@ from typing import Any
 from ag_ui.core import Event
 from pydantic import TypeAdapter
 
-from tests.processes import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 CLIENT_SOURCE = REPO_ROOT / "tests" / "agui_client"
 NPM_CACHE = REPO_ROOT / "build" / "npm-cache"

@@ -21,10 +21,10 @@ from temporalio.testing import WorkflowEnvironment
 from config.settings import Settings
 from demo_model.server import text_reply, tool_reply
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, wait_pending, wait_status
-from tests.scripts import ScriptedModel, last_role, tool_results
+from tests.support.helpers import approval_row, wait_pending, wait_status
+from tests.support.scripts import ScriptedModel, last_role, tool_results
+from tests.support.ui_fixtures import ServedApp, served_app
 from tests.ui.agui_support import allow, deny, install_client, run_client, user
-from tests.ui_fixtures import ServedApp, served_app
 from worker import build_worker
 
 TOKEN = "agui-test-token"

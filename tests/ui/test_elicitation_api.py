@@ -13,12 +13,12 @@ from typing import Any
 from temporalio.client import Client
 
 from config.settings import Settings
-from core.models import ToolDef
+from core.tool_model import ToolDef
 from storage import elicitations
 from storage.store import ProjectionStore
-from tests.postgres import on_both_backends
-from tests.processes import run_cli
-from tests.ui_fixtures import add_person, api_client
+from tests.support.postgres import on_both_backends
+from tests.support.processes import run_cli
+from tests.support.ui_fixtures import add_person, api_client
 
 TOOL = ToolDef(
     name="mcp__forms__ask",

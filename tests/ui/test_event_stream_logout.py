@@ -11,7 +11,7 @@ from dataclasses import replace
 import httpx
 
 from config.settings import Settings
-from tests.ui_fixtures import ServedApp, seed_conversation
+from tests.support.ui_fixtures import ServedApp, seed_conversation
 from ui.security import SESSION_COOKIE
 from ui.server import create_app
 

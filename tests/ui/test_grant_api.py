@@ -11,9 +11,9 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from tests.conftest import HistoryRecorder
-from tests.helpers import approval_row, eventually, start_and_wait, wait_status
-from tests.scripts import ScriptedModel, calls_then_summary
-from tests.ui_fixtures import add_person, api_client, seed_conversation, seed_pending
+from tests.support.helpers import approval_row, eventually, start_and_wait, wait_status
+from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import add_person, api_client, seed_conversation, seed_pending
 from worker import build_worker
 
 POLICY = """

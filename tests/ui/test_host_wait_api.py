@@ -7,9 +7,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 
 from config.settings import Settings
-from tests.postgres import on_both_backends
 from tests.storage.test_hosts import one_waiting_one_fine, projected, wait_payload, waiting, write
-from tests.ui_fixtures import api_client
+from tests.support.postgres import on_both_backends
+from tests.support.ui_fixtures import api_client
 
 pytestmark = on_both_backends
 LINE = "waiting for host pod-a: no worker since 10:02:03; moving at 10:04:03"

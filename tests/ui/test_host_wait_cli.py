@@ -15,9 +15,9 @@ from config.host_polls import last_poll
 from config.settings import Settings
 from doors.control import start_conversation
 from storage.store import ProjectionStore
-from tests.helpers import eventually
-from tests.processes import free_port, run_cli
 from tests.storage.test_hosts import wait_payload, waiting, write
+from tests.support.helpers import eventually
+from tests.support.processes import free_port, run_cli
 
 LINE = "waiting for host pod-a: no worker since 10:02:03; moving at 10:04:03"
 

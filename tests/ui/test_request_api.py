@@ -16,9 +16,9 @@ from temporalio.client import Client
 from config.settings import Settings
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.helpers import eventually, rows, wait_pending
-from tests.processes import REPO_ROOT, process_env, run_cli
-from tests.ui_fixtures import add_person, api_client, served_app
+from tests.support.helpers import eventually, rows, wait_pending
+from tests.support.processes import REPO_ROOT, process_env, run_cli
+from tests.support.ui_fixtures import add_person, api_client, served_app
 from worker import build_worker
 
 POLICY = """

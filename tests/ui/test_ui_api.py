@@ -17,9 +17,9 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from doors.control import start_conversation
-from tests.helpers import approval_row, rows
-from tests.postgres import on_both_backends
-from tests.ui_fixtures import api_client, seed_conversation, seed_pending
+from tests.support.helpers import approval_row, rows
+from tests.support.postgres import on_both_backends
+from tests.support.ui_fixtures import api_client, seed_conversation, seed_pending
 
 pytestmark = on_both_backends
 

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from config.settings import Settings
-from tests.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
+from tests.support.processes import REPO_ROOT, _kill, free_port, process_env, wait_for_port
 
 BODY_BYTES = 400 * 1024 * 1024
 CHUNK = 1024 * 1024

@@ -17,10 +17,10 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.contract import WORKFLOW_TYPE
-from core.models import ConversationInput
-from tests.helpers import approval_row, rows
+from core.conversation_model import ConversationInput
+from tests.support.helpers import approval_row, rows
+from tests.support.ui_fixtures import ServedApp, api_client, seed_conversation, seed_pending
 from tests.ui.test_ui_events import _read_events
-from tests.ui_fixtures import ServedApp, api_client, seed_conversation, seed_pending
 from ui.events import MAX_POSITION, parse_position
 from ui.limits import MAX_BODY_BYTES
 from ui.server import create_app

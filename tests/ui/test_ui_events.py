@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 
 from config.settings import Settings
-from tests.postgres import on_both_backends
-from tests.ui_fixtures import ServedApp, seed_conversation
+from tests.support.postgres import on_both_backends
+from tests.support.ui_fixtures import ServedApp, seed_conversation
 from ui.server import create_app
 
 pytestmark = on_both_backends

@@ -26,11 +26,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.settings import Settings
 from demo_model.server import text_reply
-from tests.helpers import rows, start_and_wait, terminate_if_running, workspace_of
-from tests.scale import at_scale
-from tests.scripts import ScriptedModel, calls_then_summary, first_user_text
-from tests.stack import until
-from tests.ui_fixtures import served_app
+from tests.support.helpers import rows, start_and_wait, terminate_if_running, workspace_of
+from tests.support.scale import at_scale
+from tests.support.scripts import ScriptedModel, calls_then_summary, first_user_text
+from tests.support.stack import until
+from tests.support.ui_fixtures import served_app
 from ui.bodies import DecisionBody, MessageBody
 from worker import build_worker
 

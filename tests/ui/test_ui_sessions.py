@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from config.settings import Settings
-from tests.ui_fixtures import BASE_URL, api_client
+from tests.support.ui_fixtures import BASE_URL, api_client
 from ui.security import SESSION_COOKIE
 from ui.server import create_app
 
