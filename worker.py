@@ -31,6 +31,7 @@ from activities.mcp_elicitation import ElicitationDesk
 from activities.notify import NotifyActivities
 from activities.process_watch import watch_children_by_pidfd
 from activities.projection import ProjectionActivities
+from activities.push_book import StoredPushBook
 from activities.request_results import approval_request_result
 from activities.sandbox import describe as describe_sandbox
 from activities.service_rules import ServiceRulesActivity
@@ -163,9 +164,17 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         settings.max_read_bytes(),
         settings.undo_retention,
         saves,
+        settings.supplied_secret_key(),
     )
     hosts = HostActivities(settings.host_queue, projection)
-    notify = NotifyActivities(settings.load_notify(), settings.link_base, ledger)
+    notify = NotifyActivities(
+        settings.load_notify(),
+        settings.link_base,
+        ledger,
+        people=projection,
+        link_key=settings.decision_link_key,
+        push=StoredPushBook(projection, settings.push_keys),
+    )
     writes = ProjectionActivities(projection)
     projection.on_resolved(notify.message_decided)  # a decided request's Slack messages say so
     runners: list[Any] = [

@@ -4,7 +4,9 @@ Temporal retries it with backoff while a receiver is down. The execution ledger 
 guards tools) remembers each key: a key already delivered is never sent again. If a worker dies
 in the middle of a send, nobody knows whether it arrived: a webhook is then sent again with the
 same `Idempotency-Key` (the receiver drops what it has seen), while a Slack message, which has no
-such key, is not sent again (at most once).
+such key, is not sent again (at most once). A channel that writes to people one by one (email)
+guards each person on their own (`Reach.once`, activities/notify_reach.py): a retry reaches those an
+earlier attempt missed, and nobody twice.
 
 A channel whose messages can change (Slack's Web API) records where it posted with its key; once
 the request is decided through any door but the channel's own (whose buttons update the pressed
@@ -18,14 +20,17 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.ledger import Ledger
+from activities.notify_reach import Directory, NotificationReach
 from activities.worker_metrics import NOTIFICATION_FAILURES, NOTIFICATIONS_SENT
-from channels.base import Channel, Sent, card_url
+from channels.base import Channel, NotDelivered, Sent, card_url
+from channels.push import PushBook
 from config.notify_section import NotifyConfig
 from config.telemetry import span
 from core.contract import ERROR_NOTIFICATION_REJECTED
@@ -38,10 +43,23 @@ log = logging.getLogger(__name__)
 
 
 class NotifyActivities:
-    def __init__(self, config: NotifyConfig, link_base: str, ledger: Ledger) -> None:
+    def __init__(
+        self,
+        config: NotifyConfig,
+        link_base: str,
+        ledger: Ledger,
+        people: Directory | None = None,
+        link_key: Callable[[], bytes] | None = None,
+        push: PushBook | None = None,
+    ) -> None:
+        """people: where names and emails are read; link_key: the key decision links are signed with
+        (read when a channel first asks for a person's link)."""
         self._config = config
         self._link_base = link_base
         self._ledger = ledger
+        self._people = people
+        self._link_key = link_key
+        self._push = push
 
     @activity.defn(name=NOTIFY_APPROVAL)
     async def notify_approval(self, notification: NotificationInput) -> str:
@@ -56,7 +74,7 @@ class NotifyActivities:
         claim = await self._ledger.claim(key, _posted(channel), attempt)
         if claim.verdict == "finished":
             return f"{key}: delivered earlier"
-        if claim.verdict == "unknown" and not channel.repeats_safely:
+        if claim.verdict == "unknown" and not channel.repeats_safely and not channel.guards_each_person:
             return f"{key}: an earlier attempt may have delivered it; {channel.name} messages are not repeated"
         await self._ledger.start(key, attempt)
         attributes = {"approval.request_id": notification.request_id, "notify.channel": notification.channel}
@@ -78,6 +96,12 @@ class NotifyActivities:
         except httpx.ConnectError as err:
             await self._ledger.release(key)  # nothing reached the receiver: the next attempt sends it
             raise RuntimeError(f"{notification.channel}: cannot connect: {err}") from None
+        except NotDelivered as err:
+            await self._ledger.release(key)  # whoever it did reach is kept by their own key (Reach.once)
+            message = f"{notification.channel}: {err}"
+            if not err.retryable:
+                raise ApplicationError(message, type=ERROR_NOTIFICATION_REJECTED, non_retryable=True) from None
+            raise RuntimeError(message) from None
         if sent.status >= 300:
             await self._ledger.release(key)
             message = f"{notification.channel} answered HTTP {sent.status}{sent.detail}"
@@ -89,9 +113,20 @@ class NotifyActivities:
         return f"{key}: delivered"
 
     async def _send(self, channel: Channel, notification: NotificationInput) -> Sent:
-        link = card_url(self._link_base, notification.request_id)
+        reach = NotificationReach(
+            notification,
+            card_url(self._link_base, notification.request_id),
+            self._link_base,
+            self._ledger,
+            f"{_posted(channel)}:person",
+            activity.info().attempt,
+            channel.repeats_safely,
+            self._people,
+            self._link_key,
+            push=self._push,
+        )
         async with httpx.AsyncClient(timeout=channel.timeout_seconds) as http:
-            return await channel.send(http, notification, link)
+            return await channel.send(http, notification, reach)
 
     async def message_decided(self, record: ApprovalRecord) -> None:
         """Update, once each, the messages that can change posted for a request now decided. Never

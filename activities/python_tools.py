@@ -68,7 +68,9 @@ async def run_python_tool(entry: PythonTool, arguments: dict[str, Any], beat: Ca
     try:
         parsed = entry.arguments.model_validate(arguments)
     except ValidationError as err:
-        return ToolResult(content=f"Error: invalid arguments for {entry.name}: {err}", is_error=True)
+        # Where and what, never the input: an argument may be a value a person supplied (a secret).
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in err.errors())
+        return ToolResult(content=f"Error: invalid arguments for {entry.name}: {problems}", is_error=True)
     values = {field: getattr(parsed, field) for field in type(parsed).model_fields}
     if inspect.iscoroutinefunction(entry.function):
         call = entry.function(**values)

@@ -24,6 +24,7 @@ from activities.undo import prepare_undo
 from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
 from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import Ready, no_wait, workspace_for
+from config.supplied_secret import BadSeal, unseal_all
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.hosts import EVENT_NOT_SAVED, WorkspaceRestored, WorkspaceSaved
 from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
@@ -44,6 +45,9 @@ from workflows.activity_calls import (
 )
 from workflows.approved_calls import write_handed_resolution
 
+# A tool's code, given its request (arguments), a heartbeat and the ledger's go-ahead.
+ToolRun = Callable[[ToolRequest, Callable[[], None], Ready], Awaitable[ToolResult]]
+
 
 class ToolActivities:
     def __init__(
@@ -57,8 +61,10 @@ class ToolActivities:
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
         undo_retention_seconds: float = 7 * 86400.0,
         saves: WorkspaceSaves | None = None,
+        supplied_key: bytes | None = None,
     ) -> None:
         self._saves = saves  # None: workspaces are not saved (WORKSPACE_SAVES off)
+        self._supplied_key = supplied_key  # opens the values approvers supplied (config/supplied_secret.py)
         self._undo_retention = undo_retention_seconds
         self._workspace_dir = workspace_dir
         self._max_read_bytes = max_read_bytes
@@ -92,6 +98,8 @@ class ToolActivities:
         argument = dry_run_argument(tool.parameters)
         if argument is None or tool.origin not in self.sources.mcp.configs:
             return preview
+        if tool.supplied_by_approver:  # its values come with the approval, after any preview
+            return with_dry_run(preview, "not tried: it needs what the approver supplies", True)
         connection = self.sources.mcp.connection(tool.origin, request.workspace)
         try:
             result = await connection.call(tool, {**request.arguments, argument: True}, beat)
@@ -186,13 +194,21 @@ class ToolActivities:
         self,
         request: ToolRequest,
         tool: ToolDef,
-        run: Callable[[ToolRequest, Callable[[], None], Ready], Awaitable[ToolResult]],
+        run: ToolRun,
         beside: ToolStartWrites | None = None,
     ) -> ToolResult:
         """Run through the execution ledger when the tool has side effects: never twice. A call that
         moved here from another host restores the workspace first; a tool that may write saves it
         after, before its result is recorded (activities/workspace_saves.py)."""
         beside = beside or ToolStartWrites()
+        try:
+            supplied = self._unsealed(request)
+        except BadSeal as err:
+            await beside.finish()
+            activity.logger.error("not running %s: %s", request.request_id, err)
+            return ToolResult(content=f"Error: not run: {err}", is_error=True)
+        if supplied:
+            run = _given(run, supplied)
         try:
             restored = await self._restore(request)
             async with telling_when_long(request):
@@ -203,6 +219,15 @@ class ToolActivities:
         if restored is None and saved is None:
             return result
         return result.model_copy(update={"restored": restored, "saved": saved})
+
+    def _unsealed(self, request: ToolRequest) -> dict[str, str]:
+        """The values the approver supplied, opened for the tool alone: the request keeps the
+        model's arguments, so nothing written or logged about the call holds them."""
+        if not request.supplied:
+            return {}
+        if self._supplied_key is None:
+            raise BadSeal("this worker has no key to open the values the approver supplied")
+        return unseal_all(self._supplied_key, request.request_id, request.supplied)
 
     async def _restore(self, request: ToolRequest) -> WorkspaceRestored | None:
         if request.restore_from is None or self._saves is None:
@@ -246,7 +271,7 @@ class ToolActivities:
         self,
         request: ToolRequest,
         tool: ToolDef,
-        run: Callable[[ToolRequest, Callable[[], None], Ready], Awaitable[ToolResult]],
+        run: ToolRun,
         beside: ToolStartWrites,
     ) -> ToolResult:
         if not tool.at_most_once:
@@ -386,6 +411,16 @@ class ToolStartWrites:
 
 def _no_beat() -> None:
     pass
+
+
+def _given(run: ToolRun, supplied: dict[str, str]) -> ToolRun:
+    """The tool's run, given the supplied values among its arguments (a copy of the request that
+    only the tool's own code sees)."""
+
+    async def given(request: ToolRequest, beat: Callable[[], None], ready: Ready) -> ToolResult:
+        return await run(request.model_copy(update={"arguments": {**request.arguments, **supplied}}), beat, ready)
+
+    return given
 
 
 class NotThisAttempt(Exception):

@@ -4,15 +4,18 @@ messages change once their request is decided, and whether it is also a door tha
 
 The notify activity owns everything around a send (the execution ledger's once-per-key guard, the
 HTTP client, what a status means), so a kind only checks its own settings and builds and sends its
-payload. Adding one is its module and a line in the registry (channels/__init__.py).
+payload. What a kind that writes to people one by one needs beyond that (who a name is, each
+person's own decision link, a guard per person) it asks of the `Reach` the activity hands it, so a
+channel imports neither the activities nor storage. Adding one is its module and a line in the
+registry (channels/__init__.py).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,6 +57,55 @@ class Updated:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Person:
+    """Someone a channel writes to: an address, and the approver's name when it is a known person's
+    (None: a bare address from the file, whom no decision link can speak for)."""
+
+    address: str
+    name: str | None = None
+
+
+class Unreachable(LookupError):
+    """A `to` entry nobody can be reached at (no such person, no email): one line naming them."""
+
+
+class NotDelivered(Exception):
+    """A send that did not arrive (a refused connection, a refusal by the server): the activity
+    forgets the attempt, keeping only the parts `Reach.once` recorded as sent, and retries it with
+    backoff when `retryable`, else gives it up."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class Reach(Protocol):
+    """What the notify activity gives a channel for one notification."""
+
+    @property
+    def card_link(self) -> str:
+        """The inbox's deep link to the request's card."""
+        ...
+
+    async def people(self, entries: Sequence[str]) -> list[Person]:
+        """`to` entries as people: an address stays an address, a name is that person's email,
+        `group:NAME` is every member with one. Unreachable when a name has none or a group no member
+        with one."""
+        ...
+
+    def decision_link(self, person: Person) -> str:
+        """A one-time link deciding as this person, bound to the arguments notified; for a bare
+        address (no person to decide as), the card link."""
+        ...
+
+    async def once(self, part: str, send: Callable[[], Awaitable[None]]) -> bool:
+        """Run `send` unless this notification's `part` (a person) was sent already, or may have
+        been by an attempt that died mid-send: True when it ran now. A NotDelivered from `send`
+        is forgotten, so a retry sends that part again."""
+        ...
+
+
 class Channel(WireModel):
     """One channel of one kind, as the file sets it. Its messages cannot change and it decides
     nothing unless its kind says otherwise."""
@@ -76,8 +128,11 @@ class Channel(WireModel):
     # The module whose `router` the UI mounts for that door. Named, not imported: channels sit
     # below the UI (tests/project/test_import_rules.py).
     door_router: ClassVar[str | None] = None
+    # A send that writes to each person under `reach.once`: an attempt whose outcome nobody knows
+    # is run again, and reaches only those the earlier one had not (each person's own guard).
+    guards_each_person: ClassVar[bool] = False
 
-    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, link: str) -> Sent:
+    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, reach: Reach) -> Sent:
         raise NotImplementedError
 
     def updates_messages(self) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from channels import slack_api
-from channels.base import IDEMPOTENCY_HEADER, Channel, Sent, Updated, from_env
+from channels.base import IDEMPOTENCY_HEADER, Channel, Reach, Sent, Updated, from_env
 from channels.slack_preview import preview_blocks
 from channels.slack_text import HIDDEN_NOTE, slack_safe
 from core.conversation_model import ApprovalRecord, NotificationInput
@@ -79,8 +79,8 @@ class SlackChannel(Channel):
         base = SLACK_API_BASE if self.url is None and self.url_env is None else self.url or from_env(self.url_env)
         return slack_api.WebApi(base, from_env(self.token_env), self.slack_channel or "")
 
-    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, link: str) -> Sent:
-        message = slack_message(notification, link)
+    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, reach: Reach) -> Sent:
+        message = slack_message(notification, reach.card_link)
         if not self.web_api:
             headers = {IDEMPOTENCY_HEADER: notification.key}
             response = await http.post(self.url or from_env(self.url_env), json=message, headers=headers)

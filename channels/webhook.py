@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from channels.base import IDEMPOTENCY_HEADER, Channel, Sent, from_env
+from channels.base import IDEMPOTENCY_HEADER, Channel, Reach, Sent, from_env
 from core.conversation_model import NotificationInput
 
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ class WebhookChannel(Channel):
             raise ValueError("a webhook channel needs exactly one of secret or secret_env (its signing key)")
         return self
 
-    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, link: str) -> Sent:
-        body = webhook_body(notification, link)
+    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, reach: Reach) -> Sent:
+        body = webhook_body(notification, reach.card_link)
         headers = webhook_headers(notification, self.secret or from_env(self.secret_env), body)
         response = await http.post(self.url or from_env(self.url_env), content=body, headers=headers)
         return Sent(response.status_code)

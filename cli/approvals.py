@@ -107,6 +107,8 @@ async def decide(args: argparse.Namespace, session: Session) -> int:
     ids = list(dict.fromkeys(args.request_ids))
     if args.args_hash is not None and len(ids) != 1:
         raise CliError("--args-hash binds one decision to one request: give exactly one REQUEST_ID", EXIT_USAGE)
+    if getattr(args, "supply", None) and len(ids) != 1:
+        raise CliError("--supply goes with one request: give exactly one REQUEST_ID", EXIT_USAGE)
     check_grant_usage(args, ids)
     store = session.store()
     rows = {request_id: await store.approval(request_id) for request_id in ids}
@@ -161,6 +163,7 @@ async def _decisions(
 ) -> tuple[dict[str, DecisionInput], str]:
     """One decision per request, by the CLI's principal, each bound to the arguments this command
     read and prints (or to the hash the person gave); and who decides, as printed."""
+    from cli.supplied import sealed_supplies
     from cli.users import who_decides
 
     decided_by, groups, how = await who_decides(args, session)
@@ -175,6 +178,7 @@ async def _decisions(
             door="cli",
             principal=decided_by,
             groups=groups,
+            supplied=sealed_supplies(getattr(args, "supply", None), session.settings, rid),
         )
         for rid, row in rows.items()
     }
@@ -200,4 +204,6 @@ async def _send_all(
         print(f"{_VERBS[request.decision]}: {tool_call_text(row['tool_name'], row['arguments'])}")
         where = f"request {row['request_id']} in conversation {row['conversation_id']}, decided by {decider}"
         print(f"  {shown(where)} (arguments {request.args_hash})")
+        if request.supplied:  # that they were supplied, never what
+            print(f"  supplied: {', '.join(sorted(request.supplied))} (sealed for this request)")
     return failures

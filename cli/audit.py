@@ -40,9 +40,9 @@ async def audit(args: argparse.Namespace, session: Session) -> int:
                     shown(row["request_id"]),
                     tool_call_text(row["tool_name"], row["arguments"]),
                     row["decided_args_hash"] or row["args_hash"],
-                    row["decision"] or "waiting",
+                    _decided(row),
                     shown(_who(row)),
-                    row["decided_via"] or "-",
+                    _via(row),
                     short_time(row["resolved_at"]),
                     row["outcome"],
                 ]
@@ -63,6 +63,23 @@ def _notice_cells(row: dict) -> list[str]:
     from storage.fatigue_notices import notice_text
 
     return [short_time(row["created_at"]), shown(notice_text(row))]
+
+
+def _via(row: dict) -> str:
+    """The door, and each one-time link that decided the request by its token id (`link TOKEN_ID`)."""
+    via = row["decided_via"] or "-"
+    links = [f"link {link['token_id']}" for link in row.get("links") or []]
+    if not links:
+        return str(via)
+    return ", ".join(links if via == "link" else [via, *links])
+
+
+def _decided(row: dict) -> str:
+    """The decision, and who supplied what the call needed from a person (never the value)."""
+    from core.supplied_arguments import supplied_text
+
+    decision = str(row["decision"] or "waiting")
+    return f"{decision}; {shown(supplied_text(row['supplied']))}" if row.get("supplied") else decision
 
 
 def _who(row: dict) -> str:

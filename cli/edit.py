@@ -44,6 +44,7 @@ def new_arguments(args: argparse.Namespace, original: dict[str, Any]) -> dict[st
 
 async def edit(args: argparse.Namespace, session: Session) -> int:
     from cli.approvals import refusal_of
+    from cli.supplied import sealed_supplies
     from cli.users import who_decides
     from core.contract import ERROR_EDIT_UNCHECKED
     from core.conversation_model import DecisionInput
@@ -66,6 +67,7 @@ async def edit(args: argparse.Namespace, session: Session) -> int:
         door="cli",
         principal=decided_by,
         groups=groups,
+        supplied=sealed_supplies(args.supply, session.settings, args.request_id),
     )
     why = await refusal_of(session.store(), row, decision, args.conversation)
     if why is not None:

@@ -185,7 +185,11 @@ async def grant_for_approval(
         return None
     from cli.output import tool_call_text
     from doors.grant_checks import BadGrant, row_matched, valid_pattern
+    from doors.supplied_values import grant_refusal
 
+    not_repeatable = grant_refusal(row)
+    if not_repeatable is not None:
+        raise refused(not_repeatable)
     try:
         pattern = valid_pattern(args.grant)
     except BadGrant as err:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "edit": ("cli.edit", "edit"),
     "extend": ("cli.deadlines", "extend"),
     "undo": ("cli.undo", "undo"),
+    "link": ("cli.links", "link"),
     "audit": ("cli.audit", "audit"),
     "rules": ("cli.rules", "rules"),
     "stats": ("cli.stats", "stats"),

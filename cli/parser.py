@@ -7,6 +7,8 @@ import math
 from typing import NoReturn
 
 from cli.errors import EXIT_USAGE, CliError
+from cli.supplied import SUPPLY_HELP, supply_name
+from core.email_address import checked_address
 from core.ids import InvalidConversationId, check_conversation_id
 
 
@@ -36,6 +38,13 @@ def text(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return value
+
+
+def email_address(value: str) -> str:
+    try:
+        return checked_address(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def seconds(value: str) -> float:
@@ -105,6 +114,7 @@ def build_parser() -> OneLineParser:
         if verb == "approve":
             decide.add_argument("--always", action="store_true", help="also allow this tool for the conversation")
             add_grant_options(decide)
+            decide.add_argument("--supply", metavar="NAME=-", type=supply_name, action="append", help=SUPPLY_HELP)
         decide.add_argument("--reason", help="why; a denial's reason reaches the model")
         decide.add_argument(
             "--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)"
@@ -124,12 +134,18 @@ def build_parser() -> OneLineParser:
     edit.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who decides (default: your login)")
     edit.add_argument("--conversation", type=text, help="refuse unless the request belongs to this conversation")
     edit.add_argument("--args-hash", type=text, help="refuse as stale unless the shown arguments still have this hash")
+    edit.add_argument("--supply", metavar="NAME=-", type=supply_name, action="append", help=SUPPLY_HELP)
 
     extend = verbs.add_parser("extend", help="give a waiting request more time (who may decide it may extend it)")
     extend.add_argument("request_id", metavar="REQUEST_ID", type=text)
     extend.add_argument("--by", type=duration, required=True, help="how much longer: seconds, or 30m, 12h, 7d")
     extend.add_argument("--reason", help="why; recorded with the extension")
     extend.add_argument("--as", dest="decided_by", metavar="NAME", type=text, help="who extends (default: your login)")
+
+    link = verbs.add_parser("link", help="print a person's one-time link to decide a pending request (GET shows it)")
+    link.add_argument("request_id", metavar="REQUEST_ID", type=text)
+    link.add_argument("--for", dest="person", metavar="NAME", type=text, required=True, help="who decides through it")
+    link.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
     undo = verbs.add_parser("undo", help="ask to restore what an approved write_file replaced (itself approved)")
     undo.add_argument("request_id", metavar="REQUEST_ID", type=text)
@@ -171,6 +187,12 @@ def build_parser() -> OneLineParser:
     add.add_argument(
         "--asker", action="store_true", help="a token that may only ask (POST /api/requests), never decide"
     )
+    add.add_argument("--email", type=email_address, help="where email channels reach them")
+    mail = actions.add_parser("email", help="set (or with --clear, remove) a person's email")
+    mail.add_argument("name", type=text)
+    mail_to = mail.add_mutually_exclusive_group(required=True)
+    mail_to.add_argument("address", nargs="?", type=email_address, help="their address")
+    mail_to.add_argument("--clear", action="store_true", help="no email: mail channels no longer reach them")
     remove = actions.add_parser("remove", help="remove a person; their token stops working")
     remove.add_argument("name", type=text)
     listing_users = actions.add_parser("list", help="every person and their groups")

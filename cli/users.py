@@ -1,4 +1,5 @@
-"""`users add|list|remove`: the people who approve, each with a personal token and groups.
+"""`users add|email|list|remove`: the people who approve, each with a personal token, groups and
+an email (where email channels reach them).
 
 The token is printed once, at `add`; the projection file keeps only a salted hash of it. With
 `--asker` the token may only ask (the HTTP requests API, docs/requests.md): it decides nothing.
@@ -23,10 +24,11 @@ async def users(args: argparse.Namespace, session: Session) -> int:
     store = session.store()
     if args.action == "add":
         asker = bool(getattr(args, "asker", False))
-        if asker and args.groups:
-            raise CliError("an asking token decides nothing: it takes no --group", EXIT_USAGE)
+        email = getattr(args, "email", None)
+        if asker and (args.groups or email):
+            raise CliError("an asking token decides nothing: it takes no --group or --email", EXIT_USAGE)
         try:
-            token = await store.add_user(args.name, args.groups or [], asker=asker)
+            token = await store.add_user(args.name, args.groups or [], asker=asker, email=email)
         except UserExists as err:
             raise refused(str(err)) from None
         print(token)
@@ -34,6 +36,12 @@ async def users(args: argparse.Namespace, session: Session) -> int:
             note(f"The asking token of {args.name} is shown once: it may POST/GET/DELETE /api/requests, nothing else.")
         else:
             note(f"The token of {args.name} is shown once: send it as Authorization: Bearer, or set {TOKEN_ENV}.")
+        return EXIT_OK
+    if args.action == "email":
+        address = None if args.clear else args.address
+        if not await store.set_email(args.name, address):
+            raise refused(f"no person {args.name!r} (an asker has no email)")
+        print(f"{shown(args.name)}: {address or 'no email'}")
         return EXIT_OK
     if args.action == "remove":
         if not await store.remove_user(args.name):
@@ -44,8 +52,11 @@ async def users(args: argparse.Namespace, session: Session) -> int:
     if args.json:
         print_json(rows)
         return EXIT_OK
-    listed = [[r["name"], ", ".join(r["groups"]), "asker" if r["asker"] else "person", r["created_at"]] for r in rows]
-    print(table(["NAME", "GROUPS", "ROLE", "ADDED"], listed))  # type: ignore[arg-type]
+    listed = [
+        [r["name"], ", ".join(r["groups"]), "asker" if r["asker"] else "person", r["email"] or "", r["created_at"]]
+        for r in rows
+    ]
+    print(table(["NAME", "GROUPS", "ROLE", "EMAIL", "ADDED"], listed))  # type: ignore[arg-type]
     return EXIT_OK
 
 

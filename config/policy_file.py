@@ -134,19 +134,27 @@ class PolicyFile:
 
     @cached_property
     def tools(self) -> ToolsConfig:
-        """The Python tool modules and MCP servers; none without a file."""
+        """The Python tool modules, MCP servers and [tools.NAME] tables; none without a file."""
         from pydantic import ValidationError
 
         from config.tools_section import ToolsConfig
+        from core.tool_specs import TOOL_SPECS
 
         if self._toml_error is not None:
             raise ConfigError(f"POLICY_FILE {self.name} has invalid tool settings: {self._toml_error}")
         try:
-            return ToolsConfig.model_validate(
+            config = ToolsConfig.model_validate(
                 {k: self.data[k] for k in ("python_tools", "mcp_servers") if k in self.data}
+                | {"tools": {name: t for name, t in self.table("tools").items() if isinstance(t, dict)}}
             )
         except ValidationError as err:
             raise ConfigError(f"POLICY_FILE {self.name} has invalid tool settings: {one_line(err)}") from None
+        unaskable = sorted(name for name, t in config.tools.items() if t.supplied_by_approver and name in TOOL_SPECS)
+        if unaskable:  # their previews, rules and sandbox read every argument: nothing may be held back
+            raise ConfigError(
+                f"POLICY_FILE {self.name}: [tools.{unaskable[0]}] supplied_by_approver: a built-in tool takes none"
+            )
+        return config
 
     @cached_property
     def notify(self) -> NotifyConfig:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from config.database_location import is_postgres, sqlite_path
+from config.decision_link_key import decision_link_key
 from config.errors import ConfigError
 from config.sandbox_section import SANDBOX_CHOICES, SandboxPolicy
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from config.proxy_section import ProxyIdentity
     from config.tools_section import ToolsConfig
     from core.policy_rules import DelegationLimits, PolicyRules
+    from core.push_subscription import VapidKeys
 
 DEMO_MODEL_URL = "http://127.0.0.1:8100/v1"
 DEMO_MODEL_NAME = "scripted-demo"
@@ -164,6 +166,13 @@ class Settings:
     # LEDGER_DB, read once like every setting; None means beside approvals_db (see `ledger_db`).
     ledger_location: str | Path | None = field(default_factory=lambda: _database("LEDGER_DB", None))
     workspace_dir: Path = field(default_factory=lambda: Path(os.environ.get("WORKSPACE_DIR", "data/workspace")))
+    # What signs one-time decision links; unset: a key generated once in the data directory.
+    decision_link_secret: str = field(default_factory=lambda: os.environ.get("DECISION_LINK_SECRET", ""))
+    # What seals the values a person supplies (supplied_by_approver); unset: a key file in the data directory.
+    supplied_secret: str = field(default_factory=lambda: os.environ.get("SUPPLIED_SECRET_KEY", ""), repr=False)
+    # What Web Push is signed with (VAPID); unset: a key generated once in the data directory.
+    vapid_private_key: str = field(default_factory=lambda: os.environ.get("VAPID_PRIVATE_KEY", ""))
+    vapid_subject: str = field(default_factory=lambda: os.environ.get("VAPID_SUBJECT", ""))
     # This worker's host: a conversation's tools run on the host that holds its workspace. Empty
     # (WORKER_HOST unset): the id kept in the workspace directory (`host_name`).
     worker_host: str = field(default_factory=lambda: os.environ.get("WORKER_HOST", "").strip())
@@ -385,6 +394,28 @@ class Settings:
     def payload_store_location(self) -> str:
         """PAYLOAD_STORE, or a `payloads` directory beside the projection (the data directory)."""
         return self.payload_store or str(self.local_payload_dir)
+
+    @property
+    def data_dir(self) -> Path:
+        """Where the service keeps its own files: beside a SQLite projection, else `data/`."""
+        return self.approvals_db.parent if isinstance(self.approvals_db, Path) else Path("data")
+
+    def supplied_secret_key(self) -> bytes:
+        """The key doors seal supplied values with and tool activities open them with
+        (config/supplied_secret.py)."""
+        from config.supplied_secret import supplied_secret_key
+
+        return supplied_secret_key(self.supplied_secret, self.data_dir)
+
+    def decision_link_key(self) -> bytes:
+        """The key one-time decision links are signed and checked with (config/decision_link_key.py)."""
+        return decision_link_key(self.decision_link_secret, self.data_dir)
+
+    def push_keys(self) -> VapidKeys:
+        """The VAPID keys Web Push is signed with and browsers subscribe with (config/push_keys.py)."""
+        from config.push_keys import push_keys  # cryptography loads only where push is used
+
+        return push_keys(self.vapid_private_key, self.vapid_subject, self.data_dir)
 
     @property
     def local_payload_dir(self) -> Path:

@@ -1,4 +1,5 @@
-"""The tool sources of the configuration file: Python tool modules and MCP servers.
+"""The tool sources of the configuration file: Python tool modules and MCP servers, and each
+tool's own `[tools.NAME]` table.
 
 They live in the same TOML file as the permission rules (POLICY_FILE):
 
@@ -11,11 +12,16 @@ They live in the same TOML file as the permission rules (POLICY_FILE):
     [mcp_servers.search]
     url = "http://127.0.0.1:9000/mcp"
     headers = { Authorization = "Bearer ..." }
+    supplied_by_approver = { login = ["password"] }  # by the server's tool names
+    [tools.deploy]           # one tool's own table, by the name the model and the rules use
+    supplied_by_approver = ["token"]
 """
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, model_validator
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from core.wire_model import WireModel
 
@@ -45,6 +51,10 @@ class McpServerConfig(WireModel):
     rule_arguments: dict[str, str] = Field(
         default_factory=dict, description="tool -> the argument rules glob over (default: its first required string)"
     )
+    supplied_by_approver: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="tool -> arguments a person supplies when approving (a secret): never offered to the model",
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -59,8 +69,19 @@ class McpServerConfig(WireModel):
         return "stdio" if self.command is not None else "http"
 
 
+class ToolSettings(WireModel):
+    """One tool's own table, `[tools.NAME]` (NAME as the model and the rules know the tool)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    supplied_by_approver: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list, description="arguments a person supplies when approving a call (a secret)"
+    )
+
+
 class ToolsConfig(WireModel):
     """The tool part of the configuration file; the rest of the file is the policy."""
 
     python_tools: list[str] = Field(default_factory=list, description="modules that declare @tool functions")
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    tools: dict[str, ToolSettings] = Field(default_factory=dict, description="[tools.NAME] tables, by tool name")

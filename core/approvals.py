@@ -82,6 +82,7 @@ class ApprovalBook:
             resolution=record.resolution,
             decided_by=record.decided_by,
             editable=record.editable,
+            supplied_by_approver=tuple(record.supplied_by_approver),
         )
 
     def refuse(self, decision: DecisionInput) -> Refusal | None:
@@ -108,6 +109,9 @@ class ApprovalBook:
                 return None  # refused (refuse() said so first); never raise in a handler
             record.edited_arguments = edited
         record.decided_groups += [group for group in decision.groups if group not in record.decided_groups]
+        if decision.supplied and decision.decision != "deny":  # the last approval's values are the ones that run
+            record.sealed_supplied = dict(decision.supplied)
+            record.supplied_by = {name: decided_by or "unknown" for name in sorted(decision.supplied)}
         if decision.decision != "deny" and record.required > 1:
             record.approved_by.append(decision.principal or decision.decided_by or "unknown")
             if approvals_missing(record.required, len(record.approved_by)) > 0:
@@ -122,6 +126,7 @@ class ApprovalBook:
                 self.always_allow_hashes[record.tool_name] = record.tool_hash
             for sibling in self.pending():
                 same_tool = sibling.tool_name == record.tool_name and sibling.tool_hash == record.tool_hash
+                same_tool = same_tool and not sibling.supplied_by_approver  # each waits for its own values
                 # A sibling someone else must approve keeps waiting for them.
                 alone = sibling.required == 1 and may_decide(
                     sibling.approvers, decision.principal, decision.groups, sibling.not_by

@@ -38,6 +38,9 @@ ERROR_STALE_APPROVAL = "StaleApproval"
 ERROR_NOT_AN_APPROVER = "NotAnApprover"
 ERROR_INVALID_EDIT = "InvalidEdit"
 ERROR_EDIT_DENIED = "EditDenied"
+# An approval without every supplied_by_approver value, a value sent where none goes, or an
+# always-allow or grant of a call whose values a person supplies each time.
+ERROR_SUPPLY_REFUSED = "SupplyRefused"
 ERROR_TOOL_RUNNING = "ToolRunning"  # a move refused while a tool of the conversation runs
 ERROR_UNDO_REFUSED = "UndoRefused"
 ERROR_REFUSED = "Refused"  # an extension or a move the workflow refused without a type
@@ -58,6 +61,10 @@ ERROR_GRANT_REFUSED = "GrantRefused"
 ERROR_UNKNOWN_GRANT = "UnknownGrant"
 ERROR_SLACK_SIGNATURE = "SlackSignature"
 ERROR_CROSS_SITE_REQUEST = "CrossSiteRequest"
+# A one-time decision link's page (ui/link_routes.py): not ours or damaged, out of time, used once.
+ERROR_BAD_LINK = "BadLink"
+ERROR_LINK_EXPIRED = "LinkExpired"
+ERROR_LINK_USED = "LinkUsed"
 
 # ApplicationError types of the activities, which the workflows' retry policies and failure
 # reasons read.

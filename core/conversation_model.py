@@ -25,10 +25,11 @@ Resolution = Literal["allow", "deny", "always_allow", "edit", "expired", "cancel
 APPROVED_RESOLUTIONS: tuple[Resolution, ...] = ("allow", "always_allow", "edit")  # those that run the call
 # Through which door a decision came: the UI, the CLI, or a raw signal/update (the default).
 # `grant`: a person's standing grant decided it (core/grants.py); `policy`: a change of the rules
-# re-judged it; `prescreen`: the pre-screen model did. A channel that is also a door adds its own
+# re-judged it; `prescreen`: the pre-screen model did; `link`: a one-time decision link's page
+# (doors/decision_links.py). A channel that is also a door adds its own
 # (`slack`: channels/, its registry), so a door is a name, not a closed list: a new channel needs no
 # edit here, and every door recorded before still reads.
-BUILT_IN_DOORS = ("ui", "cli", "signal", "grant", "policy", "prescreen")
+BUILT_IN_DOORS = ("ui", "cli", "signal", "grant", "policy", "prescreen", "link")
 Door = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 # How a conversation ended: a door names who closed it; "subagent" says a subagent finished its task.
 EndDoor = Door
@@ -106,6 +107,13 @@ class ApprovalRecord(WireModel):
     why: WhyContext | None = Field(default=None, description="why the agent wants it: the turn's request, its reason")
     prescreen: PrescreenVerdict | None = Field(default=None, description="what the pre-screen said, before a person")
     reasked_as: str | None = Field(default=None, description="stale: the request the same call was asked again as")
+    supplied_by_approver: list[str] = Field(
+        default_factory=list, description="arguments the approver supplies (core/supplied_arguments.py)"
+    )
+    supplied_by: dict[str, str] = Field(default_factory=dict, description="who supplied each of them (never the value)")
+    # The values as the deciding door sealed them, for the tool's activity alone: kept in the
+    # workflow's memory (its history holds the decision), never in a projection or a query's answer.
+    sealed_supplied: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
 
 
 class ConversationInput(WireModel):
@@ -182,6 +190,11 @@ class DecisionInput(_StrictInput):
     groups: list[str] = Field(default_factory=list, description="the principal's groups, as the door knows them")
     arguments: dict[str, Any] | None = Field(
         default=None, description="an edit's new arguments (only with decision edit); args_hash stays the shown ones'"
+    )
+    supplied: dict[str, str] = Field(
+        default_factory=dict,
+        description="with an approval: each supplied_by_approver argument's value, sealed by the door"
+        " for this request (config/supplied_secret.py); never the value itself",
     )
 
 

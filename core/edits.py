@@ -27,6 +27,7 @@ from core.conversation_model import ApprovalRecord, DecisionInput
 from core.policy import evaluate
 from core.policy_rules import PolicyRules
 from core.refusals import Refusal, no_arguments, one_person_only, same_arguments
+from core.supplied_arguments import supplied_note
 from core.tool_arguments import validate_arguments
 from core.tool_model import ToolDef
 from core.tool_registry import InvalidToolCall, main_argument_text
@@ -143,7 +144,12 @@ def edit_note(record: ApprovalRecord) -> str:
 
 
 def ran_with(record: ApprovalRecord | None, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The arguments a decided call runs with, and the note its result starts with (None: unedited)."""
-    if record is None or record.edited_arguments is None:
+    """The arguments a decided call runs with (the supplied values join them in the tool's activity
+    only), and the note its result starts with (None: unedited, nothing supplied)."""
+    if record is None:
         return arguments, None
-    return record.edited_arguments, edit_note(record)
+    notes = [edit_note(record)] if record.edited_arguments is not None else []
+    if record.supplied_by:
+        notes.append(supplied_note(record.supplied_by))
+    ran = record.edited_arguments if record.edited_arguments is not None else arguments
+    return ran, "\n".join(notes) or None

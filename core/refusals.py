@@ -19,9 +19,11 @@ from core.contract import (
     ERROR_INVALID_EDIT,
     ERROR_NOT_AN_APPROVER,
     ERROR_STALE_APPROVAL,
+    ERROR_SUPPLY_REFUSED,
     ERROR_UNKNOWN_APPROVAL,
 )
 from core.conversation_model import DecisionInput, arguments_hash
+from core.supplied_arguments import not_repeatable
 
 
 class Refusal(NamedTuple):
@@ -77,6 +79,7 @@ class RequestFacts:
     resolution: str | None = None
     decided_by: str | None = None
     editable: bool = True
+    supplied_by_approver: tuple[str, ...] = ()  # arguments an approval must supply (sealed)
 
 
 def unknown(request_id: str) -> Refusal:
@@ -121,7 +124,32 @@ def decision_refusal(
         return refused
     if decision.decision != "deny" and decision.principal in facts.approved_by:
         return already_approved(decision.principal, rid, approvals_missing(facts.required, len(facts.approved_by)))
-    return edit_refusal(facts, decision)
+    return supply_refusal(facts, decision) or edit_refusal(facts, decision)
+
+
+def supply_refusal(facts: RequestFacts, decision: DecisionInput) -> Refusal | None:
+    """A call with supplied_by_approver arguments runs only with every value from the person who
+    approves it, one call at a time; a value goes with nothing else. Names only: the values are sealed."""
+    rid, needed, given = decision.request_id, list(facts.supplied_by_approver), sorted(decision.supplied)
+    if decision.decision == "always_allow" and needed:
+        return Refusal(ERROR_SUPPLY_REFUSED, not_repeatable(rid, needed))
+    if given and decision.decision == "deny":
+        return Refusal(ERROR_SUPPLY_REFUSED, f"{rid}: values are supplied with an approval, not with a deny")
+    if given and not needed:
+        return Refusal(ERROR_SUPPLY_REFUSED, f"{rid} takes no supplied arguments")
+    if decision.decision == "deny":
+        return None
+    missing = [name for name in needed if name not in decision.supplied]
+    if missing:
+        how = " ".join(f"--supply {name}=-" for name in missing)
+        return Refusal(
+            ERROR_SUPPLY_REFUSED,
+            f"{rid} needs {', '.join(missing)} supplied by the approver: fill the card's field, or approve with {how}",
+        )
+    unknown = [name for name in given if name not in needed]
+    if unknown:
+        return Refusal(ERROR_SUPPLY_REFUSED, f"{rid} takes only {', '.join(needed)}, not {', '.join(unknown)}")
+    return None
 
 
 def who_refusal(facts: RequestFacts, principal: str | None, groups: list[str], verb: str = "decide") -> Refusal | None:

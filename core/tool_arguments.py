@@ -33,7 +33,12 @@ def validate_arguments(tool: ToolDef, raw_arguments: str) -> dict[str, Any]:
         raise InvalidToolCall(f"arguments of {name} are not valid JSON: {err.msg} at position {err.pos}") from None
     if not isinstance(arguments, dict):
         raise InvalidToolCall(f"arguments of {name} must be a JSON object")
-    schema = tool.parameters
+    filled = [field for field in tool.supplied_by_approver if field in arguments]
+    if filled:  # named, never echoed: the value is a secret the model must not hold
+        raise InvalidToolCall(
+            f"{name} was called with {', '.join(filled)}, which a person supplies when approving it; call it without"
+        )
+    schema = tool.offered_parameters()
     missing = [field for field in schema.get("required", []) if field not in arguments]
     if missing:
         raise InvalidToolCall(f"{name} is missing required argument(s): {', '.join(missing)}")

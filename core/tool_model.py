@@ -33,16 +33,32 @@ class ToolDef(WireModel):
     remote_name: str | None = Field(default=None, description="the name its module or server knows it by")
     annotations: dict[str, Any] = Field(default_factory=dict, description="hints a server gave (readOnlyHint, ...)")
     at_most_once: bool = Field(default=False, description="guarded by the execution ledger: never run twice")
+    supplied_by_approver: list[str] = Field(
+        default_factory=list,
+        description="arguments a person supplies when approving a call (a secret): never offered to the model",
+    )
 
     def definition_hash(self) -> str:
         """What a person's always-allow binds to: a changed description or schema is a new tool."""
         canonical = json.dumps([self.name, self.description, self.parameters], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
+    def offered_parameters(self) -> dict[str, Any]:
+        """The schema the model is offered and its calls are checked against: the tool's own,
+        without the arguments a person supplies."""
+        if not self.supplied_by_approver:
+            return self.parameters
+        held = set(self.supplied_by_approver)
+        offered = dict(self.parameters)
+        offered["properties"] = {k: v for k, v in (self.parameters.get("properties") or {}).items() if k not in held}
+        if "required" in self.parameters:
+            offered["required"] = [name for name in self.parameters["required"] if name not in held]
+        return offered
+
     def openai_schema(self) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {"name": self.name, "description": self.description, "parameters": self.offered_parameters()},
         }
 
 

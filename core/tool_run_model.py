@@ -44,6 +44,11 @@ class ToolRequest(WireModel):
     restore_from: str | None = Field(
         default=None, description="the conversation moved from this host: restore its workspace's last save first"
     )
+    supplied: dict[str, str] = Field(
+        default_factory=dict,
+        description="the supplied_by_approver values as the approver's door sealed them: the activity unseals"
+        " them into the arguments it gives the tool, and nowhere else",
+    )
 
 
 class ToolStillRunning(WireModel):

@@ -80,6 +80,8 @@ def offer(row: dict[str, Any]) -> dict[str, list[str]] | None:
     """What the card offers with an approval: the narrowest rules covering the call (the first is
     prefilled; the others are the other commands of a compound one) and each step wider from the
     first, for a person who widens it knowingly; None when no grant may be offered."""
+    if row.get("supplied_by_approver"):  # each call waits for a person's values: nothing to offer
+        return None
     spec = _builtin_spec(row)
     rules = list(grant_rules(spec or _untyped(row["tool_name"]), row.get("arguments") or {}))
     try:

@@ -118,6 +118,8 @@ async def approve_covered(
     for row in (await store.approvals("pending")).items:
         if row["claimed_decision"] is not None or row["required"] > 1 or not grant.active(datetime.now(UTC)):
             continue
+        if row.get("supplied_by_approver"):  # it waits for a person's values: no grant stands for them
+            continue
         if not row_covered(grant.pattern, row) or not await _reaches(store, grant, row["conversation_id"]):
             continue
         decision = DecisionInput(

@@ -15,16 +15,18 @@ from typing import Any
 from core.conversation_model import APPROVED_RESOLUTIONS, ApprovalRecord, arguments_hash
 from core.hosts import EVENT_MOVED
 from storage.backend import Tx
+from storage.decision_links import links_by_request
 
 
 async def write_decision_facts(tx: Tx, record: ApprovalRecord) -> None:
     """Keep how a decision was made; the first write wins, like the resolution it belongs to."""
     if record.resolution is None:
         return
+    supplied = json.dumps(record.supplied_by, sort_keys=True) if record.supplied_by else None  # who, never what
     await tx.send(
-        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash, decided_groups_json)"
-        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (record.request_id, record.decided_via, record.decided_args_hash, json.dumps(record.decided_groups)),
+        "INSERT INTO ui_decision_facts (request_id, decided_via, decided_args_hash, decided_groups_json, supplied_json)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (record.request_id, record.decided_via, record.decided_args_hash, json.dumps(record.decided_groups), supplied),
     )
 
 
@@ -48,7 +50,7 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
     sql = (
         "SELECT a.request_id, a.conversation_id, a.tool_name, a.permission_type, a.details_json, a.created_at,"
         " a.resolved_at, a.decision, a.decided_by, a.reason, a.execution_state, f.decided_via, f.decided_args_hash,"
-        " a.edited_arguments_json, f.decided_groups_json"
+        " a.edited_arguments_json, f.decided_groups_json, f.supplied_json"
         " FROM ui_pending_approvals a LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
     )
     params: list[Any] = []
@@ -57,6 +59,7 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
         params = [since, since]
     sql += " ORDER BY a.created_at, a.request_id"
     rows = []
+    links = await links_by_request(tx)
     for item in await tx.fetchall(sql, params):
         arguments = json.loads(item.pop("details_json")).get("arguments", {})
         item["arguments"] = arguments
@@ -64,7 +67,10 @@ async def list_audit(tx: Tx, since: str | None = None) -> list[dict[str, Any]]:
         edited = item.pop("edited_arguments_json")
         item["edited_arguments"] = json.loads(edited) if edited else None  # what an edit ran instead
         item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")
+        item["supplied"] = json.loads(item.pop("supplied_json") or "{}")  # argument -> who supplied it
         item["outcome"] = outcome(item["decision"], item["execution_state"])
+        # The one-time links that decided it (door `link`): each one's token id, person and decision.
+        item["links"] = links.get(item["request_id"], [])
         rows.append(item)
     return rows
 

@@ -42,6 +42,7 @@ def facts_from_row(row: dict[str, Any]) -> RequestFacts:
         resolution=row["decision"],
         decided_by=row["decided_by"],
         editable=row["editable"],
+        supplied_by_approver=tuple(row.get("supplied_by_approver") or ()),
     )
 
 

@@ -201,6 +201,22 @@ def _projection_v13(dialect: Dialect) -> list[str]:
     return [_add_column("ui_users", "role", "TEXT")]
 
 
+def _projection_v14(dialect: Dialect) -> list[str]:
+    """Approving from anywhere: a person's email (where mail channels reach them), each one-time
+    decision link used (its token id, so a second use is refused), and push subscriptions; and who
+    supplied each supplied_by_approver argument of a decision (names only, never a value)."""
+    return [
+        _add_column("ui_users", "email", "TEXT"),
+        _add_column("ui_decision_facts", "supplied_json", "TEXT"),
+        """CREATE TABLE IF NOT EXISTS ui_decision_links (
+            token_id TEXT PRIMARY KEY, request_id TEXT NOT NULL, person TEXT NOT NULL,
+            decision TEXT NOT NULL, used_at TEXT NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS ui_push_subscriptions (
+            endpoint TEXT PRIMARY KEY, person TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
+            created_at TEXT NOT NULL)""",
+    ]
+
+
 def _ledger_v1(dialect: Dialect) -> list[str]:
     return [
         """CREATE TABLE IF NOT EXISTS tool_executions (
@@ -224,6 +240,7 @@ MIGRATIONS = {
         _projection_v11,
         _projection_v12,
         _projection_v13,
+        _projection_v14,
     ],
     "ledger": [_ledger_v1],
 }

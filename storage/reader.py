@@ -126,7 +126,7 @@ _APPROVAL_COLUMNS = """a.request_id, a.conversation_id, a.turn_id, a.tool_call_i
     a.kv_snapshot_json, a.execution_state, a.edited_arguments_json, a.trace_parent,
     a.preview_json, a.why_json, a.reasked_as,
     c.decision AS claimed_decision, c.decided_by AS claimed_by, c.claimed_at,
-    f.decided_via, f.decided_args_hash, f.decided_groups_json, p.parent_id"""
+    f.decided_via, f.decided_args_hash, f.decided_groups_json, f.supplied_json, p.parent_id"""
 # The claim a decider made, and the facts of the recorded decision (door, arguments hash).
 _APPROVALS = f"SELECT {_APPROVAL_COLUMNS} FROM ui_pending_approvals a LEFT JOIN ui_decision_claims c"
 _APPROVALS += " ON c.request_id = a.request_id LEFT JOIN ui_decision_facts f ON f.request_id = a.request_id"
@@ -146,6 +146,8 @@ def _terms(details: dict[str, Any]) -> dict[str, Any]:
         "required": details.get("required", 1),  # distinct approvals it needs
         "not_by": details.get("not_by"),  # the starter, where a rule forbids approving one's own calls
         "editable": details.get("editable", True),  # false: its caller cannot run edited arguments
+        # Arguments the approver supplies with the approval (a secret the model never sees).
+        "supplied_by_approver": details.get("supplied_by_approver", []),
     }
 
 
@@ -158,6 +160,7 @@ def _approval(row: dict[str, Any]) -> dict[str, Any]:
     edited = item.pop("edited_arguments_json")
     item["edited_arguments"] = json.loads(edited) if edited else None  # an edit's arguments (they ran)
     item["decided_groups"] = json.loads(item.pop("decided_groups_json") or "[]")  # as the doors verified them
+    item["supplied"] = json.loads(item.pop("supplied_json") or "{}")  # argument -> who supplied it (no value)
     item["outcome"] = outcome(item["decision"], item["execution_state"])
     item.update(_terms(details))
     item["extensions"] = details.get("extensions", [])  # deadline extensions: by, at, seconds, expires_at, reason

@@ -22,14 +22,17 @@ from core.projection_model import (
     ConversationProjection,
     ProjectionEvent,
 )
+from core.push_subscription import PushSubscription
 from core.refusals import ClaimedDecision
 from storage import (
     audit,
     claims,
+    decision_links,
     fatigue_notices,
     figures,
     grants,
     previous_content,
+    push_subscriptions,
     reader,
     sessions,
     stream_events,
@@ -39,7 +42,7 @@ from storage import (
 from storage import hosts as worker_hosts
 from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
 from storage.reader import ApprovalFilter, Page
-from storage.users import Principal
+from storage.users import Contact, Principal
 
 
 class ProjectionStore:
@@ -177,6 +180,20 @@ class ProjectionStore:
     async def release_claim(self, request_id: str) -> None:
         await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
 
+    # One-time decision links: each use recorded once by its token id (storage/decision_links.py).
+    async def record_link_use(self, token_id: str, request_id: str, person: str, decision: str) -> bool:
+        """Whether this is the link's first use (False: used already, refuse it)."""
+        return await self.backend.run(
+            lambda tx: decision_links.record_link_use(tx, token_id, request_id, person, decision)
+        )
+
+    async def release_link_use(self, token_id: str) -> None:
+        """Give a use back when its decision was refused or could not be delivered."""
+        await self.backend.run(lambda tx: decision_links.release_link_use(tx, token_id))
+
+    async def link_use(self, token_id: str) -> dict[str, Any] | None:
+        return await self.backend.run(lambda tx: decision_links.link_use(tx, token_id), write=False)
+
     async def note_rapid_run(self, person: str, count: int, seconds: float) -> dict[str, Any] | None:
         """After an approval: a notice if this person approves faster than anyone reads (recorded once)."""
         return await self.backend.run(lambda tx: fatigue_notices.note_rapid_run(tx, person, count, seconds))
@@ -199,8 +216,14 @@ class ProjectionStore:
         await self.backend.run(lambda tx: sessions.close_session(tx, session_hash))
 
     # People who approve, and whom a login session belongs to.
-    async def add_user(self, name: str, groups: list[str], asker: bool = False) -> str:
-        return await self.backend.run(lambda tx: users.add_user(tx, name, groups, asker))
+    async def add_user(self, name: str, groups: list[str], asker: bool = False, email: str | None = None) -> str:
+        return await self.backend.run(lambda tx: users.add_user(tx, name, groups, asker, email))
+
+    async def set_email(self, name: str, email: str | None) -> bool:
+        return await self.backend.run(lambda tx: users.set_email(tx, name, email))
+
+    async def contacts(self) -> list[Contact]:
+        return await self.backend.run(users.contacts, write=False)
 
     async def remove_user(self, name: str) -> bool:
         return await self.backend.run(lambda tx: users.remove_user(tx, name))
@@ -222,6 +245,20 @@ class ProjectionStore:
 
     async def session_person(self, session_hash: str) -> Principal | None:
         return await self.backend.run(lambda tx: users.session_person(tx, session_hash), write=False)
+
+    # Web Push subscriptions: a person's browsers, which the push channel notifies.
+    async def save_push_subscription(self, subscription: PushSubscription) -> None:
+        await self.backend.run(lambda tx: push_subscriptions.save_subscription(tx, subscription))
+
+    async def remove_push_subscription(self, endpoint: str, person: str) -> bool:
+        return await self.backend.run(lambda tx: push_subscriptions.remove_subscription(tx, endpoint, person))
+
+    async def drop_push_subscription(self, endpoint: str) -> None:
+        await self.backend.run(lambda tx: push_subscriptions.drop_subscription(tx, endpoint))
+
+    async def push_subscriptions(self, people: list[str] | None) -> list[PushSubscription]:
+        """Those of these people (None: everyone's)."""
+        return await self.backend.run(lambda tx: push_subscriptions.subscriptions_of(tx, people), write=False)
 
     # Reads.
     async def approval_figures(self) -> figures.Figures:

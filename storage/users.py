@@ -28,6 +28,13 @@ class Principal:
     groups: list[str]
 
 
+@dataclass(frozen=True)
+class Contact:
+    name: str
+    groups: list[str]
+    email: str | None
+
+
 class UserExists(Exception):
     pass
 
@@ -36,13 +43,13 @@ def _hash(salt: str, secret: str) -> str:
     return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
 
 
-async def add_user(tx: Tx, name: str, groups: list[str], asker: bool = False) -> str:
+async def add_user(tx: Tx, name: str, groups: list[str], asker: bool = False, email: str | None = None) -> str:
     """Record a person (or, with asker, a caller that may only ask) and return their token: the
-    only time it exists outside their hands."""
+    only time it exists outside their hands. `email`: where mail channels reach them."""
     token_id, secret, salt = secrets.token_hex(6), secrets.token_hex(24), secrets.token_hex(16)
     added = await tx.execute(
-        "INSERT INTO ui_users (name, token_id, groups_json, salt, token_hash, created_at, role)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        "INSERT INTO ui_users (name, token_id, groups_json, salt, token_hash, created_at, role, email)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
             name,
             token_id,
@@ -51,6 +58,7 @@ async def add_user(tx: Tx, name: str, groups: list[str], asker: bool = False) ->
             _hash(salt, secret),
             now_iso(),
             ASKER_ROLE if asker else None,
+            email,
         ),
     )
     if not added:
@@ -63,16 +71,28 @@ async def remove_user(tx: Tx, name: str) -> bool:
 
 
 async def list_users(tx: Tx) -> list[dict[str, Any]]:
-    found = await tx.fetchall("SELECT name, groups_json, created_at, role FROM ui_users ORDER BY name")
+    found = await tx.fetchall("SELECT name, groups_json, created_at, role, email FROM ui_users ORDER BY name")
     return [
         {
             "name": r["name"],
             "groups": json.loads(r["groups_json"]),
             "created_at": r["created_at"],
             "asker": r["role"] == ASKER_ROLE,
+            "email": r["email"],
         }
         for r in found
     ]
+
+
+async def set_email(tx: Tx, name: str, email: str | None) -> bool:
+    """A person's email (None: none); False when there is no such person."""
+    return (await tx.execute("UPDATE ui_users SET email = ? WHERE name = ? AND role IS NULL", (email, name))) > 0
+
+
+async def contacts(tx: Tx) -> list[Contact]:
+    """Every person (not an asker) with their groups and email, for the channels that write to them."""
+    found = await tx.fetchall("SELECT name, groups_json, email FROM ui_users WHERE role IS NULL ORDER BY name")
+    return [Contact(r["name"], list(json.loads(r["groups_json"])), r["email"] or None) for r in found]
 
 
 async def groups_of(tx: Tx, name: str) -> list[str]:

@@ -89,6 +89,8 @@ def _details(record: ApprovalRecord) -> str:
         details["extensions"] = [extension.model_dump(mode="json") for extension in record.extensions]
     if record.prescreen is not None:  # what the pre-screen said before a person was asked
         details["prescreen"] = record.prescreen.model_dump(mode="json")
+    if record.supplied_by_approver:  # the names an approval must supply, never a value
+        details["supplied_by_approver"] = record.supplied_by_approver
     return json.dumps(details, sort_keys=True)
 
 

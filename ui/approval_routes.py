@@ -19,12 +19,14 @@ from core.contract import (
     ERROR_EDIT_UNCHECKED,
     ERROR_INVALID_EDIT,
     ERROR_NOT_AN_APPROVER,
+    ERROR_SUPPLY_REFUSED,
     ERROR_UNKNOWN_APPROVAL,
 )
 from core.conversation_model import DecisionInput, ExtensionInput
 from core.refusals import DecisionRefused
 from doors import control
 from doors.grants import record_always
+from doors.supplied_values import sealed_values
 from storage.fatigue_notices import notice_text
 from storage.reader import BadCursor
 from storage.store import ProjectionStore
@@ -87,18 +89,19 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
     who = await identity(request, body.name)
     # A grant that goes with the approval is checked first: a refused one leaves the call undecided.
     granting = None if body.grant is None else await grant_with_approval(request, body.grant, who, row, body.decision)
-    decision = DecisionInput(
-        request_id=request_id,
-        decision=body.decision,
-        reason=body.reason or None,
-        args_hash=body.args_hash,
-        arguments=body.arguments,
-        door="ui",
-        **who,
-    )
     client = await client_of(request)
     asked_at = now_iso()
     try:
+        decision = DecisionInput(
+            request_id=request_id,
+            decision=body.decision,
+            reason=body.reason or None,
+            args_hash=body.args_hash,
+            arguments=body.arguments,
+            door="ui",
+            supplied=sealed_values(settings, request_id, body.supplied or {}),  # sealed here, first
+            **who,
+        )
         await control.send_decision(client, settings, decision, store)
     except DecisionRefused as err:
         raise await _refusal(err, store, request_id) from None
@@ -108,7 +111,8 @@ async def decide(request: Request, request_id: str) -> JSONResponse:
                 "the conversation is no longer running, so nothing can be decided", error_type=ERROR_CONVERSATION_CLOSED
             ) from None
         raise ServiceUnavailable(f"Temporal refused the decision: {err.message}") from None
-    sent: dict[str, Any] = {"request_id": request_id, "status": "sent", "decision": decision.model_dump()}
+    shown = decision.model_dump(exclude={"supplied"}) | {"supplied": sorted(decision.supplied)}  # names only
+    sent: dict[str, Any] = {"request_id": request_id, "status": "sent", "decision": shown}
     if granting is not None:
         made = await grant_now(request, granting, who)
         sent |= {"grant": grant_document(made.grant), "approved": made.approved}
@@ -126,7 +130,7 @@ async def _refusal(err: DecisionRefused, store: ProjectionStore, request_id: str
         return NotFound(str(err), error_type=err.error_type)
     if err.error_type in (ERROR_NOT_AN_APPROVER, ERROR_EDIT_DENIED):
         return Forbidden(str(err), error_type=err.error_type)
-    if err.error_type == ERROR_INVALID_EDIT:
+    if err.error_type in (ERROR_INVALID_EDIT, ERROR_SUPPLY_REFUSED):
         return Unprocessable(str(err), error_type=err.error_type)
     if err.error_type == ERROR_EDIT_UNCHECKED:
         return ServiceUnavailable(str(err), error_type=err.error_type)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from core.conversation_model import MAX_EXTENSION_SECONDS, Decision
 from core.ids import CONVERSATION_ID_RULE, check_conversation_id
@@ -48,6 +48,11 @@ class DecisionBody(StrictBody):
         default=None, description="with decision edit: the new arguments the call runs with (checked by the workflow)"
     )
     grant: GrantOffer | None = Field(default=None, description="with decision allow: also make this grant")
+    supplied: dict[str, Annotated[str, StringConstraints(max_length=10_000)]] | None = Field(
+        default=None,
+        description="with an approval: the value of each argument the call's approver supplies (a secret),"
+        " sealed by the server before it goes anywhere",
+    )
 
 
 class BatchItem(StrictBody):

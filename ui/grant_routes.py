@@ -15,12 +15,19 @@ from fastapi.responses import JSONResponse
 from temporalio.service import RPCError
 
 from config.settings import ConfigError
-from core.contract import ERROR_BAD_GRANT, ERROR_GRANT_REFUSED, ERROR_UNKNOWN_CONVERSATION, ERROR_UNKNOWN_GRANT
+from core.contract import (
+    ERROR_BAD_GRANT,
+    ERROR_GRANT_REFUSED,
+    ERROR_SUPPLY_REFUSED,
+    ERROR_UNKNOWN_CONVERSATION,
+    ERROR_UNKNOWN_GRANT,
+)
 from core.grants import Grant
 from doors.grant_checks import BadGrant, GrantRefused, row_matched, valid_pattern
 from doors.grants import MadeGrant, UnknownGrant, make_grant, new_grant, revoke
+from doors.supplied_values import grant_refusal
 from ui.bodies import GrantBody, GrantOffer, json_body, read_json_body
-from ui.errors import BadRequest, Forbidden, HttpError, NotFound, ServiceUnavailable
+from ui.errors import BadRequest, Conflict, Forbidden, HttpError, NotFound, ServiceUnavailable
 from ui.route_support import api_router, client_of, identity, require_id, settings_of, store_of
 
 router = api_router()
@@ -103,6 +110,9 @@ async def grant_with_approval(
     the call being approved (it, or one command of it, matches the pattern)."""
     if decision != "allow":
         raise BadRequest("a grant goes with the decision allow only", error_type=ERROR_BAD_GRANT)
+    not_repeatable = grant_refusal(row)
+    if not_repeatable is not None:
+        raise Conflict(not_repeatable, error_type=ERROR_SUPPLY_REFUSED)
     try:
         pattern = valid_pattern(offer.pattern)
     except BadGrant as err:

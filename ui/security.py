@@ -78,7 +78,9 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"cache-control" or not is_api]
-                headers.extend(SECURITY_HEADERS)
+                # A page may ask for a stricter Referrer-Policy (a decision link's: no-referrer); the rest stand.
+                own_referrer = any(h[0].lower() == b"referrer-policy" for h in headers)
+                headers.extend(h for h in SECURITY_HEADERS if not (own_referrer and h[0] == b"referrer-policy"))
                 if is_api:
                     headers.append((b"cache-control", b"no-store"))
                 message["headers"] = headers

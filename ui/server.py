@@ -24,8 +24,10 @@ from ui import (
     elicitation_routes,
     events,
     grant_routes,
+    link_routes,
     metrics_routes,
     pages,
+    push_routes,
     request_routes,
     team_routes,
     undo_routes,
@@ -51,10 +53,13 @@ FEATURE_ROUTERS: tuple[APIRouter, ...] = (
     team_routes.router,
     events.router,
     pages.router,
+    link_routes.router,
     agui_routes.router,
     metrics_routes.router,
     analytics_routes.router,
     analytics_routes.page_router,
+    push_routes.router,
+    push_routes.page_router,
 )
 
 

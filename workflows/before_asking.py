@@ -61,7 +61,12 @@ class BeforeAsking:
     async def decide(self, asked: list[AskedCall], last_user_message: str | None) -> list[ApprovalRecord | None]:
         """For each call asked: its request, opened, when it was judged here (resolved, or holding
         the pre-screen's `ask`); else None. Nothing is asked of Temporal when no call qualifies."""
-        chosen = [call for call in asked if required_for(self._policy(), call.spec, call.arguments) <= 1]
+        # A call whose arguments a person supplies waits for that person: no grant or pre-screen decides it.
+        chosen = [
+            call
+            for call in asked
+            if required_for(self._policy(), call.spec, call.arguments) <= 1 and not call.spec.supplied_by_approver
+        ]
         opened: dict[str, ApprovalRecord] = {}
         if not chosen or not workflow.patched(patches.GRANTS_DECIDE_ASKED_CALLS):
             return [None] * len(asked)

@@ -77,11 +77,16 @@ class CallJudge:
         verdict = self._with_cedar(call, spec, arguments, text, verdict)
         if verdict == "allow" and keeps_asking(self._policy, spec, arguments, text):
             verdict = "ask" if workflow.patched(patches.APPROVERS_OUTRANK_AUTO_APPROVE) else verdict
+        if verdict == "allow" and spec.supplied_by_approver:
+            # Only a person can give what the call lacks: no rule, always-allow or auto-approve runs it
+            # unasked. A catalog holds supplied arguments only since they exist, so no history before
+            # them reaches this line (no patch: the commands of every earlier history are unchanged).
+            verdict = "ask"
         changed = spec.name in self._book.always_allow and not remembered
         shadow: RuleVerdict | None = None
         if self._shadow is not None:
             shadow = evaluate(self._shadow, spec, text, always_allow=always, auto_approve=self._auto_approve())
-            if shadow == "allow" and keeps_asking(self._shadow, spec, arguments, text):
+            if shadow == "allow" and (keeps_asking(self._shadow, spec, arguments, text) or spec.supplied_by_approver):
                 shadow = "ask"
         return CallPlan(call, spec, arguments, verdict, changed=changed, shadow=shadow, text=text)
 

@@ -29,8 +29,15 @@ def one_payload(handler: str, args: tuple[Any, ...], model: type[_Input]) -> _In
             problem = f"{err.error_count()} invalid field(s): {_short(err.errors(include_input=False))}"
     else:
         problem = f"{len(args)} payloads instead of one"
-    workflow.logger.warning("%s ignored: %s; got %s", handler, problem, _short(args))
+    workflow.logger.warning("%s ignored: %s; got %s", handler, problem, _short(tuple(map(_unsupplied, args))))
     return None
+
+
+def _unsupplied(arg: Any) -> Any:
+    """A payload as it may be logged: the values a person supplied (a secret, sealed or not) named only."""
+    if isinstance(arg, dict) and isinstance(arg.get("supplied"), dict):
+        return {**arg, "supplied": {str(name): "(not shown)" for name in arg["supplied"]}}
+    return arg
 
 
 def _short(value: object, limit: int = 300) -> str:

@@ -49,7 +49,12 @@ def rejudge(book: ApprovalBook, policy: PolicyRules, catalog: Catalog, now: date
         resolution: Resolution
         if verdict == "deny":
             resolution, why = "deny", "a deny rule of the changed policy covers it"
-        elif verdict == "allow" and not keeps_asking(policy, spec, record.arguments, text) and record.required <= 1:
+        elif (
+            verdict == "allow"
+            and not keeps_asking(policy, spec, record.arguments, text)
+            and record.required <= 1
+            and not record.supplied_by_approver  # it waits for a person's values, whatever the rules
+        ):
             resolution, why = "allow", "an allow rule of the changed policy covers it"
         else:
             continue

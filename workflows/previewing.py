@@ -161,5 +161,7 @@ class Previewer:
                 "decided_groups": [],
                 "extensions": [],
                 "reasked_as": None,
+                "supplied_by": {},
+                "sealed_supplied": {},
             }
         )

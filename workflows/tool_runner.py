@@ -319,6 +319,7 @@ class ToolRunner:
             required=required_for(ctx.policy, tool, plan.arguments),
             not_by=not_by_for(ctx.policy, tool, plan.arguments, ctx.started_by),
             notify=plan_for(ctx.policy, tool, plan.arguments, approvers),
+            supplied_by_approver=list(tool.supplied_by_approver),
         )
         ctx.book.open(record)
         return record
@@ -388,6 +389,7 @@ class ToolRunner:
             network=network_allowed(ctx.policy, spec, main_argument),
             workspace=ctx.owner.workspace_key(),
             target_hash=Previewer.target_hash(record, spec.name),
+            supplied=record.sealed_supplied if record is not None else {},
         )
         tool_waits = self._lock.locked()
         async with self._lock:

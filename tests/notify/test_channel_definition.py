@@ -19,7 +19,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.ledger import Ledger
 from activities.notify import NotifyActivities
 from channels import CHANNEL_KINDS, deciding_kinds
-from channels.base import IDEMPOTENCY_HEADER, Channel, Sent
+from channels.base import IDEMPOTENCY_HEADER, Channel, Reach, Sent
 from channels.webhook import WebhookChannel
 from config.settings import ConfigError, Settings
 from core.conversation_model import DecisionInput, NotificationInput
@@ -48,8 +48,8 @@ class PagerChannel(Channel):
     door_settings: ClassVar[type[PagerDoor]] = PagerDoor
     door_router: ClassVar[str | None] = __name__
 
-    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, link: str) -> Sent:
-        page = {"team": self.team, "summary": f"{notification.tool_name} waits", "link": link}
+    async def send(self, http: httpx.AsyncClient, notification: NotificationInput, reach: Reach) -> Sent:
+        page = {"team": self.team, "summary": f"{notification.tool_name} waits", "link": reach.card_link}
         response = await http.post(self.url, json=page, headers={IDEMPOTENCY_HEADER: notification.key})
         return Sent(response.status_code)
 
@@ -105,7 +105,8 @@ def test_an_unregistered_kind_is_refused_naming_the_known_kinds(tmp_path: Path) 
     for load in (settings.load_notify, settings.load_policy):
         with pytest.raises(ConfigError) as refused:
             load()
-        said = "channels.ops-pager.kind: unknown kind 'pager'; the known kinds are slack, webhook"
+        known = ", ".join(sorted(CHANNEL_KINDS))
+        said = f"channels.ops-pager.kind: unknown kind 'pager'; the known kinds are {known}"
         assert str(refused.value).endswith(said) and "\n" not in str(refused.value)
 
 

@@ -8,13 +8,14 @@ import hmac
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from channels.base import Person
 from tests.support.processes import free_port
 
 WEBHOOK_SECRET = "test-webhook-secret"
@@ -87,6 +88,23 @@ class Receiver:
 
     def at(self, path: str) -> list[Delivery]:
         return [d for d in self.deliveries if d.path == path]
+
+
+@dataclass(frozen=True)
+class CardReach:
+    """A Reach (channels/base.py) for a channel that posts one message: the card link and no people."""
+
+    card_link: str
+
+    async def people(self, entries: Sequence[str]) -> list[Person]:
+        raise AssertionError("this channel writes to no one by name")
+
+    def decision_link(self, person: Person) -> str:
+        return self.card_link
+
+    async def once(self, part: str, send: Callable[[], Awaitable[None]]) -> bool:
+        await send()
+        return True
 
 
 def verify_webhook(delivery: Delivery, secret: str, tolerance: float = 300.0) -> bool:

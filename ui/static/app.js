@@ -12,6 +12,7 @@ import { grantOffer } from "./grant.js";
 import { undoControl } from "./undo.js";
 import { focusCard, followDeepLink } from "./deeplink.js";
 import { questionCard } from "./questions.js";
+import { setupPush } from "./push.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 50;
@@ -364,6 +365,7 @@ function showSession(session) {
   const groups = session.principal.groups.join(", ") || "no groups";
   $("signed-in").textContent = reveal(`Signed in as ${session.principal.name} (${groups})`).text;
   $("signed-in").hidden = false;
+  setupPush({ api, toast, errorMessage });
 }
 
 function main() {

@@ -1,6 +1,7 @@
 // The audit trail: every decided request with who decided, through which door, on which arguments
 // hash, and what became of the call. Untrusted text (arguments, names) goes through shownEl.
 import { el, shownEl, when } from "./render.js";
+import { suppliedText } from "./supplied.js";
 
 const COLUMNS = ["Requested", "Tool call", "Edited to", "Arguments hash", "Decision", "By", "Via", "Decided", "Outcome"];
 
@@ -19,7 +20,7 @@ export function auditTable(rows) {
       cell(shownEl("code", "audit-call", `${row.tool_name} ${JSON.stringify(row.arguments)}`)),
       cell(shownEl("code", "audit-edited", row.edited_arguments ? JSON.stringify(row.edited_arguments) : "-")),
       cell(el("code", "audit-hash", row.decided_args_hash || row.args_hash)),
-      el("td", "audit-decision", row.decision),
+      el("td", "audit-decision", row.supplied && Object.keys(row.supplied).length ? `${row.decision}; ${suppliedText(row.supplied)}` : row.decision),
       cell(shownEl("span", "audit-by", who(row))),
       el("td", "audit-via", row.decided_via || "-"),
       el("td", null, when(row.resolved_at)),

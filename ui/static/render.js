@@ -3,6 +3,7 @@
 import { reveal } from "./visible.js";
 import { previewBlock, whyBlock } from "./preview.js";
 import { undoable } from "./undo.js";
+import { suppliedFields, suppliedText } from "./supplied.js";
 
 export const STATUS_LABELS = {
   awaiting_approval: "awaiting approval",
@@ -170,7 +171,8 @@ function outcomeText(approval) {
     const bound = approval.decided_args_hash ? ` on arguments ${approval.decided_args_hash}` : "";
     const ran = approval.outcome ? ` Outcome: ${approval.outcome}.` : "";
     const again = approval.reasked_as ? ` Asked again as ${approval.reasked_as}.` : "";
-    return `${word} by ${approval.decided_by || "unknown"}${via}${bound}, ${when(approval.resolved_at)}.${ran}${again}${reason}`;
+    const given = approval.supplied && Object.keys(approval.supplied).length ? ` ${suppliedText(approval.supplied)}.` : "";
+    return `${word} by ${approval.decided_by || "unknown"}${via}${bound}, ${when(approval.resolved_at)}.${given}${ran}${again}${reason}`;
   }
   const word = DECISION_WORDS[approval.claimed_decision] || String(approval.claimed_decision);
   const by = approval.claimed_by || "unknown";
@@ -291,7 +293,9 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     const who = principal ? `you are ${principal.name}` : "log in with your own token to decide it";
     card.append(shownEl("p", "not-approver", `Only ${approval.approvers.join(", ")} may decide this call; ${who}.`));
   }
-  if (selection && allowed) card.append(selection(approval));
+  // Values only a person supplies (supplied.js): asked here, one call at a time (no batch, no always-allow).
+  const supplied = approval.supplied_by_approver && approval.supplied_by_approver.length ? suppliedFields(approval, allowed) : null;
+  if (selection && allowed && !supplied) card.append(selection(approval));
   const reasonId = "reason-" + approval.request_id;
   const reasonLabel = el("label", "reason-label", "Reason (optional, the model reads it)");
   reasonLabel.htmlFor = reasonId;
@@ -303,7 +307,7 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
     ["allow", "Allow", "button-allow primary"],
     ["always_allow", "Always allow for this conversation", "button-always"],
     ["deny", "Deny", "button-deny danger"],
-  ].map(([decision, text, cls]) => {
+  ].filter(([decision]) => !(supplied && decision === "always_allow")).map(([decision, text, cls]) => {
     const button = el("button", cls, text);
     button.type = "button";
     button.dataset.decision = decision;
@@ -313,15 +317,20 @@ export function approvalCard(approval, { showConversation, onDecide, selection, 
   // "And allow calls like this" (grant.js): a grant sent with Allow; never for M-of-N calls.
   const offer = granter && allowed && approval.grant_offer && approval.required <= 1 ? granter(approval) : null;
   for (const button of buttons) {
-    const extra = () => (offer && button.dataset.decision === "allow" ? offer.extra() : {});
+    const extra = () => ({
+      ...(offer && button.dataset.decision === "allow" ? offer.extra() : {}),
+      ...(supplied && button.dataset.decision === "allow" ? supplied.extra() : {}),
+    });
     button.addEventListener("click", () => onDecide(approval, button.dataset.decision, reason.value, buttons, extra()));
     actions.append(button);
   }
   card.append(reasonLabel, reason);
+  if (supplied) card.append(supplied.node);
   if (offer) card.append(offer.node);
   card.append(actions);
   if (editor && approval.required <= 1 && approval.editable !== false) {
-    card.append(editor(approval, allowed, (args, sent) => onDecide(approval, "edit", reason.value, sent, { arguments: args })));
+    const edit = (args, sent) => onDecide(approval, "edit", reason.value, sent, { arguments: args, ...(supplied ? supplied.extra() : {}) });
+    card.append(editor(approval, allowed, edit));
   }
   return card;
 }
