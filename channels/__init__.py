@@ -8,12 +8,14 @@ module and one line below (docs/development.md, "Adding a channel").
 from __future__ import annotations
 
 from channels.base import Channel
+from channels.email import EmailChannel
 from channels.slack import SlackChannel
 from channels.webhook import WebhookChannel
 
 CHANNEL_KINDS: dict[str, type[Channel]] = {
     "webhook": WebhookChannel,
     "slack": SlackChannel,
+    "email": EmailChannel,
 }
 DEFAULT_KIND = "webhook"  # a channel table without `kind`, as before there were kinds
 
