@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from channels.base import Channel
 from channels.email import EmailChannel
+from channels.push import PushChannel
 from channels.slack import SlackChannel
 from channels.webhook import WebhookChannel
 
@@ -16,6 +17,7 @@ CHANNEL_KINDS: dict[str, type[Channel]] = {
     "webhook": WebhookChannel,
     "slack": SlackChannel,
     "email": EmailChannel,
+    "push": PushChannel,
 }
 DEFAULT_KIND = "webhook"  # a channel table without `kind`, as before there were kinds
 
