@@ -30,9 +30,7 @@ COPY examples/ examples/
 RUN pip install .
 
 # The projection, the ledger and the tools' workspace live on a volume, owned by an unprivileged user.
-# /app/data holds the service's generated keys where the projection is PostgreSQL (a volume the
-# workers and the UI share in docker-compose.yml).
-RUN useradd --create-home --uid 10001 app && mkdir -p /data/workspace /app/data && chown -R app /data /app/data
+RUN useradd --create-home --uid 10001 app && mkdir -p /data/workspace && chown -R app /data
 USER app
 ENV APPROVALS_DB=/data/approvals.db \
     WORKSPACE_DIR=/data/workspace

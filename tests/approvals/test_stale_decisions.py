@@ -78,6 +78,7 @@ async def test_update_validator_refuses_a_stale_hash_and_a_stale_signal_changes_
         "decided_via": "signal",
         "decided_args_hash": arguments_hash(ARGS),
         "decided_groups_json": "[]",
+        "supplied_json": None,  # no argument of this call is supplied by a person
     }
 
 
