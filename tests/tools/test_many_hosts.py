@@ -3,7 +3,7 @@
 Each conversation asks to run a shell command that appends its marker to a file in the workspace.
 Every request is decided three times at once (UI one, UI two, the CLI): exactly one wins. A worker
 is SIGKILLed after every fifth decision, while the next ones are out, and replaced (same host name,
-same workspace, as a restarted host). Three hundred conversations under `make test-scale`, twelve
+same workspace, as a restarted host). Three hundred conversations under `make test-scale`, ten
 in `make test` (the same checks). At
 the end every approved command ran exactly once, in the workspace of the host its conversation
 was pinned to (as history records it); one whose worker died mid-command was reported to the model
@@ -96,7 +96,7 @@ async def decide_three_ways(ui_urls: list[str], env: dict[str, str], request_id:
 # on two cores (docs/scaling.md). Its waits share one budget below the
 # timeout: a stall fails with the conversations still waiting, where they are, and the logs.
 @pytest.mark.timeout(1200)
-@at_scale("conversations", quick=12, full=300)
+@at_scale("conversations", quick=10, full=300)
 async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
     client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path, conversations: int
 ) -> None:
