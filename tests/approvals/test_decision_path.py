@@ -26,6 +26,13 @@ from workflows.activity_calls import EXECUTE_TOOL
 from workflows.status import STATUS_CATCH_UP, TURN_STATUS_KEY
 
 
+async def timers_started(client: Client, conversation_id: str, count: int) -> bool:
+    """The request's expiry timers have started. Its row shows a task earlier: a decision sent as
+    soon as the row shows can land in the same task as the row's write, before any timer."""
+    events = (await client.get_workflow_handle(conversation_id).fetch_history()).events
+    return sum(e.event_type == EventType.EVENT_TYPE_TIMER_STARTED for e in events) == count
+
+
 async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder
 ) -> None:
@@ -33,6 +40,7 @@ async def test_the_decision_task_schedules_the_tool_with_no_patch_marker(
     async with build_worker(client, settings):
         started = await start_and_wait(client, settings, "write hello to notes.txt", histories, pending=1)
         cid, [row] = started.conversation_id, started.pending
+        await eventually(lambda: timers_started(client, cid, 1))  # a task after the row shows
         decision = DecisionInput(request_id=row["request_id"], decision="allow", decided_by="alice")
         await send_decision(client, settings, decision)
         await wait_status(client, cid, "idle")
@@ -127,12 +135,7 @@ async def test_a_denied_call_ends_its_timer_in_the_deciding_task(
         started = await start_and_wait(client, settings, "write two files", histories, pending=2)
         cid, rows = started.conversation_id, started.pending
 
-        async def both_timers_started() -> bool:
-            """The rows show before their expiry timers start (a task later): decide after both."""
-            events = (await client.get_workflow_handle(cid).fetch_history()).events
-            return sum(e.event_type == EventType.EVENT_TYPE_TIMER_STARTED for e in events) == 2
-
-        await eventually(both_timers_started)
+        await eventually(lambda: timers_started(client, cid, 2))  # rows show a task before their timers
         await send_decision(client, settings, DecisionInput(request_id=rows[0]["request_id"], decision="deny"))
         await send_decision(client, settings, DecisionInput(request_id=rows[1]["request_id"], decision="deny"))
         await wait_status(client, cid, "idle")
