@@ -10,14 +10,13 @@ when it is signed by the matching private key.
 from __future__ import annotations
 
 import base64
-import os
-import secrets
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from config.errors import ConfigError
+from config.kept_secret import kept_secret
 from core.push_subscription import VapidKeys
 
 KEY_FILE = "vapid-private.key"
@@ -54,28 +53,12 @@ def _parsed(text: str) -> ec.EllipticCurvePrivateKey:
 
 
 def _kept_key(data_dir: Path) -> ec.EllipticCurvePrivateKey:
-    path = data_dir / KEY_FILE
+    text = kept_secret(data_dir, KEY_FILE, lambda: _raw_private(ec.generate_private_key(ec.SECP256R1())))
     try:
-        return _parsed(path.read_text())
-    except FileNotFoundError:
-        pass
+        return _parsed(text)
     except ConfigError:
+        path = data_dir / KEY_FILE
         raise ConfigError(f"{path} is not a P-256 private key: remove it to have a new one made") from None
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fresh = ec.generate_private_key(ec.SECP256R1())
-    # Written whole under a private name, then linked into place: a process that loses the race
-    # reads the winner's key, never a half-written file.
-    private = data_dir / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(_raw_private(fresh))
-    try:
-        os.link(private, path)
-    except FileExistsError:
-        return _parsed(path.read_text())
-    finally:
-        private.unlink()
-    return fresh
 
 
 def _raw_private(key: ec.EllipticCurvePrivateKey) -> str:

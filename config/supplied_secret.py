@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import secrets
 from pathlib import Path
+
+from config.kept_secret import kept_secret
 
 KEY_FILE = "supplied-secret.key"
 SEALED_PREFIX = "sealed1:"
@@ -30,26 +31,7 @@ def supplied_secret_key(secret: str | None, data_dir: Path) -> bytes:
     """The 32-byte key: the configured secret's SHA-256, or the data directory's key file."""
     if secret:
         return hashlib.sha256(secret.encode()).digest()
-    path = data_dir / KEY_FILE
-    try:
-        return bytes.fromhex(path.read_text().strip())
-    except FileNotFoundError:
-        pass
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fresh = secrets.token_bytes(32)
-    # Written whole under a private name, then linked into place: a process that loses the race
-    # reads the winner's key, never a half-written file.
-    private = data_dir / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(fresh.hex())
-    try:
-        os.link(private, path)
-    except FileExistsError:
-        return bytes.fromhex(path.read_text().strip())
-    finally:
-        private.unlink()
-    return fresh
+    return bytes.fromhex(kept_secret(data_dir, KEY_FILE, lambda: secrets.token_bytes(32).hex()))
 
 
 def _associated(request_id: str, name: str) -> bytes:

@@ -1,7 +1,7 @@
 """The contract's names, each defined once: the conversation workflow's type, signals, updates and
 queries, and every error type the workflows, activities, doors, CLI and UI raise or read.
 
-A name here is what people, scripts and other programs rely on (docs/, CONTRACT.md): the
+A name here is what people, scripts and other programs rely on (README.md and docs/): the
 ApplicationError type of a refused update, the `error.type` of an HTTP answer, the code of
 an AG-UI run error. Code names them from here, never by a string literal of its own.
 """
