@@ -9,7 +9,6 @@ when it is signed by the matching private key.
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -17,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from config.errors import ConfigError
 from config.kept_secret import kept_secret
+from core import base64url as b64url
 from core.push_subscription import VapidKeys
 
 KEY_FILE = "vapid-private.key"
@@ -39,7 +39,7 @@ def _parsed(text: str) -> ec.EllipticCurvePrivateKey:
         if cleaned.startswith("-----BEGIN"):
             key = serialization.load_pem_private_key(cleaned.encode(), password=None)
         else:
-            data = _unb64(cleaned)
+            data = b64url.decode(cleaned)
             key = (
                 ec.derive_private_key(int.from_bytes(data, "big"), ec.SECP256R1())
                 if len(data) == 32
@@ -62,17 +62,9 @@ def _kept_key(data_dir: Path) -> ec.EllipticCurvePrivateKey:
 
 
 def _raw_private(key: ec.EllipticCurvePrivateKey) -> str:
-    return _b64(key.private_numbers().private_value.to_bytes(32, "big"))
+    return b64url.encode(key.private_numbers().private_value.to_bytes(32, "big"))
 
 
 def _raw_public(key: ec.EllipticCurvePrivateKey) -> str:
     point = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    return _b64(point)
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return b64url.encode(point)

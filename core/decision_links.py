@@ -8,12 +8,13 @@ HMAC-SHA256 of BODY under the service's key (config/decision_link_key.py), also 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import json
 import secrets
 from dataclasses import asdict, dataclass
+
+from core import base64url as b64url
 
 MAX_LINK_SECONDS = 7 * 86400  # a link outlives neither its request nor a week
 
@@ -46,8 +47,8 @@ def link_expiry(now: float, request_deadline: float | None) -> int:
 
 
 def sign(key: bytes, claims: LinkClaims) -> str:
-    body = _b64(json.dumps(asdict(claims), separators=(",", ":"), sort_keys=True).encode())
-    return f"{body}.{_b64(_mac(key, body))}"
+    body = b64url.encode(json.dumps(asdict(claims), separators=(",", ":"), sort_keys=True).encode())
+    return f"{body}.{b64url.encode(_mac(key, body))}"
 
 
 def verify(key: bytes, token: str, now: float) -> LinkClaims:
@@ -56,13 +57,13 @@ def verify(key: bytes, token: str, now: float) -> LinkClaims:
     if not dot or not body or not mac:
         raise BadLink("this is not a decision link")
     try:
-        given = _unb64(mac)
+        given = b64url.decode(mac)
     except ValueError:
         raise BadLink("this is not a decision link") from None
     if not hmac.compare_digest(given, _mac(key, body)):
         raise BadLink("this link was not signed by this service")
     try:
-        claims = LinkClaims(**json.loads(_unb64(body)))
+        claims = LinkClaims(**json.loads(b64url.decode(body)))
     except (ValueError, TypeError):
         raise BadLink("this link is damaged") from None
     if claims.expires_at <= now:
@@ -72,17 +73,6 @@ def verify(key: bytes, token: str, now: float) -> LinkClaims:
 
 def _mac(key: bytes, body: str) -> bytes:
     return hmac.new(key, body.encode(), hashlib.sha256).digest()
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (ValueError, TypeError) as err:
-        raise ValueError(str(err)) from None
 
 
 def link_url(link_base: str, token: str) -> str:
