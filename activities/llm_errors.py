@@ -133,6 +133,18 @@ def _refused(err: BaseException) -> bool:
     return False
 
 
+def cause_text(err: BaseException) -> str:
+    """What went wrong below the client's own words ("Connection error."): the first cause down
+    the chain that says something. A reset connection's transport errors say nothing; only the
+    socket's own error at the bottom does (`[Errno 104] Connection reset by peer`)."""
+    seen, innermost = err.__cause__ or err.__context__, err
+    while seen is not None:
+        if str(seen).strip():
+            return str(seen).strip()
+        innermost, seen = seen, seen.__cause__ or seen.__context__
+    return type(innermost).__name__ if innermost is not err else str(err).strip() or type(err).__name__
+
+
 def model_failure(err: openai.APIError, base_url: str, timeout: float) -> ApplicationError:
     """The activity's error for a failed request; raise it `from None`, so this message is the
     innermost one (the workflow records the innermost cause)."""
@@ -141,9 +153,8 @@ def model_failure(err: openai.APIError, base_url: str, timeout: float) -> Applic
     if isinstance(err, openai.APIConnectionError):
         if _refused(err):
             return ApplicationError(f"connection refused ({base_url})", type=ERROR_LLM_UNREACHABLE)
-        cause = err.__cause__ or err.__context__
         return ApplicationError(
-            f"could not reach the model server ({base_url}): {cause or err}", type=ERROR_LLM_UNREACHABLE
+            f"could not reach the model server ({base_url}): {cause_text(err)}", type=ERROR_LLM_UNREACHABLE
         )
     if not isinstance(err, openai.APIStatusError):
         return ApplicationError(f"the model call failed: {err}", type=ERROR_LLM_ERROR)

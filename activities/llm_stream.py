@@ -3,8 +3,10 @@
 Text deltas are joined; a tool call arrives as its index, id and name first, then its arguments in
 pieces, and several calls interleave by index. A stream that ends without a finish reason was cut
 off (the server died, the connection dropped): that is an error the retry policy retries, never a
-half reply handed to the workflow. A 200 answer that holds no stream at all (one whole JSON reply,
-an empty body, no `data:` line: servers that cannot stream tool calls answer so) is `NotAStream`.
+half reply handed to the workflow; so is one that breaks off mid-body or goes quiet for the client's
+timeout, each named as what it is (the server was reached, then stopped), not as "could not reach".
+A 200 answer that holds no stream at all (one whole JSON reply, an empty body, no `data:` line:
+servers that cannot stream tool calls answer so) is `NotAStream`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from temporalio.exceptions import ApplicationError
 
+from activities.llm_errors import cause_text
 from activities.stream_publisher import DeltaPublisher
 from core.chat_model import LlmReply, TokenUsage, ToolCall
-from core.contract import ERROR_LLM_STREAM_CUT
+from core.contract import ERROR_LLM_STREAM_CUT, ERROR_LLM_TIMEOUT
 
 EVENT_STREAM = "text/event-stream"
 
@@ -95,12 +98,24 @@ async def streamed_reply(
     if publisher is not None:
         await publisher.start()
     chunks = 0
-    async with stream:
-        async for chunk in stream:
-            chunks += 1
-            text = reply.add(chunk)
-            if publisher is not None:
-                await publisher.add(text)
+    try:
+        async with stream:
+            async for chunk in stream:
+                chunks += 1
+                text = reply.add(chunk)
+                if publisher is not None:
+                    await publisher.add(text)
+    except openai.APITimeoutError:
+        # The client's timeout holds for each read: the server went quiet in the middle of its reply.
+        raise ApplicationError(
+            f"the model's stream stalled: nothing came for {_seconds(client.timeout)} after {chunks} chunks",
+            type=ERROR_LLM_TIMEOUT,
+        ) from None
+    except openai.APIConnectionError as err:
+        # The server was reached and had begun: "could not reach" would send an operator the wrong way.
+        raise ApplicationError(
+            f"the model's stream broke off after {chunks} chunks: {cause_text(err)}", type=ERROR_LLM_STREAM_CUT
+        ) from None
     if not chunks:
         raise NotAStream("it answered a stream request with no `data:` line")
     if reply.finish_reason is None:
@@ -108,3 +123,9 @@ async def streamed_reply(
     if publisher is not None:
         await publisher.finish()
     return reply.reply()
+
+
+def _seconds(timeout: object) -> str:
+    """The client's read timeout as people set it (LLM_TIMEOUT_SECONDS)."""
+    read = getattr(timeout, "read", timeout)
+    return f"{read:g} s" if isinstance(read, int | float) else "its timeout"
