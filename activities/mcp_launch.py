@@ -2,8 +2,9 @@
 
 The server runs in the same sandbox as run_shell: no network unless its configuration says
 `network = true`, the workspace (or its configured cwd) read-write, the system directories, its
-own installation (activities/mcp_launchers.py works it out for node, npx and uvx) and its
-configured `readonly` paths read-only, and none of the project's data, configuration or checkout.
+own installation (activities/mcp_launchers.py works it out for node, npx and uvx,
+activities/mcp_python.py for a virtual environment and its base interpreter) and its configured
+`readonly` paths read-only, and none of the project's data, configuration or checkout.
 Its environment is the sandbox's allow-list plus the variables its configuration grants, with git's
 repository-controlled programs off over both (activities/git_guard.py). When no sandbox starts,
 SandboxUnavailable is raised and the server is not started at all.
@@ -21,6 +22,7 @@ from mcp import StdioServerParameters
 
 from activities.git_guard import git_environment, guard_dir
 from activities.mcp_launchers import launcher_needs
+from activities.mcp_python import python_installation
 from activities.sandbox import SYSTEM_PATHS, SandboxPolicy
 from activities.worker_metrics import counted_launch
 from config.tools_section import McpServerConfig
@@ -77,7 +79,8 @@ def _system(path: Path) -> bool:
 
 def installation(program: str) -> list[Path]:
     """What the server needs to see to start: the worker's Python environment (the venv and the
-    interpreter it links to) for a program installed in it, else the program's own directory."""
+    interpreter it links to) for a program installed in it, else the program's own directory and,
+    for a Python program, its venv, base interpreter and standard library."""
     found = shutil.which(program) if "/" not in program else program
     if found is None:
         return []
@@ -86,5 +89,5 @@ def installation(program: str) -> list[Path]:
         base = Path(os.path.realpath(sys.executable)).parent.parent
         trees = [Path(sys.prefix), Path(sys.base_prefix), base]
     else:
-        trees = [path.parent, path.resolve().parent]
+        trees = [path.parent, path.resolve().parent, *python_installation(path)]
     return _narrow(trees)

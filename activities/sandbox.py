@@ -22,13 +22,21 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from activities.sandbox_identity import give_workspace, given, not_root_problem, setpriv_options, worker_is_root
+from activities.sandbox_identity import (
+    give_workspace,
+    given,
+    not_root_problem,
+    out_of_reach,
+    setpriv_options,
+    worker_is_root,
+)
 from activities.sandbox_unshare import PID1_SHELL, unshare_argv
 from config.sandbox_section import SandboxPolicy
 
@@ -49,6 +57,11 @@ PROBE_TIMEOUT_SECONDS = 10.0
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox could start here; the tool must not run."""
+
+
+class SandboxOutOfReach(SandboxUnavailable):
+    """A tree the launch must show (a server's base interpreter) is beyond the reach of the user
+    who builds the sandbox; the tool must not run, and the message names the directory in the way."""
 
 
 @dataclass(frozen=True)
@@ -222,10 +235,11 @@ def _probe(name: str, binary: str, policy: SandboxPolicy, environ: Mapping[str, 
     if key in _works:
         return None
     workspace = Path(tempfile.mkdtemp(prefix="sandbox-probe-"))
+    bare = replace(policy, readonly=())  # whether the launcher starts, not what one server needs shown
     try:
         if mode != "user":
             give_workspace(workspace, policy.uid, policy.gid)
-        argv = [*_launcher_argv(name, binary, workspace, policy, mode), "/bin/cat", "/proc/self/status"]
+        argv = [*_launcher_argv(name, binary, workspace, bare, mode), "/bin/cat", "/proc/self/status"]
         env = scrubbed_env(policy, environ, SANDBOX_HOME)
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS)
     except (OSError, subprocess.TimeoutExpired, SandboxUnavailable) as err:
@@ -315,7 +329,11 @@ def sandboxed_launch(
     workspace = Path(workspace).resolve()
     if not policy.enabled:
         return Launch(list(argv), scrubbed_env(policy, environ, str(workspace)), workspace, None)
+    if policy.readonly and not worker_is_root():  # before the launcher's probe, which would fail too
+        _check_reach(policy, None)
     name, binary, mode = _choose(policy, environ)
+    if policy.readonly and mode == "dropped":
+        _check_reach(policy, policy.uid)
     if mode != "user":
         try:
             give_workspace(workspace, policy.uid, policy.gid)
@@ -323,6 +341,28 @@ def sandboxed_launch(
             raise SandboxUnavailable(str(err)) from None
     prefix = _launcher_argv(name, binary, workspace, policy, mode)
     return Launch([*prefix, *argv], scrubbed_env(policy, environ, SANDBOX_HOME), workspace, name)
+
+
+def _check_reach(policy: SandboxPolicy, uid: int | None) -> None:
+    """Refuse, in one line, a read-only tree the user who builds the view cannot reach: the worker's
+    own user (uid None), or the sandbox uid when a root worker drops first. Unchecked, bubblewrap
+    and mount say only "Permission denied", and a tree skipped as missing leaves the server to fail
+    on its own."""
+    found = out_of_reach((Path(os.path.abspath(p)) for p in policy.readonly), uid, policy.gid)
+    if found is None:
+        return
+    tree, blocker = found
+    who = os.geteuid() if uid is None else uid
+    try:
+        st = os.stat(blocker)
+        how = f" (mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid})"
+    except OSError:
+        how = ""
+    role = "the worker's user" if uid is None else "the sandbox uid"
+    raise SandboxOutOfReach(
+        f"{tree} cannot be shown in the sandbox: uid {who}, {role}, builds it and may not pass {blocker}{how}; "
+        f"let it through (setfacl -m u:{who}:x {blocker}) or install what the tool runs where uid {who} can reach it"
+    )
 
 
 def tool_uid(workspace: Path, policy: SandboxPolicy) -> int | None:

@@ -6,13 +6,16 @@ sandbox's view with root's rights and then, as the last step before the command,
 an unprivileged host uid and gid (65534, nobody, unless configured): no capabilities, no
 supplementary groups, no new privileges. The directory the tool runs in is given to that uid once,
 so the command can write its workspace. A worker that is not root needs none of this: its user
-namespace maps to its own uid.
+namespace maps to its own uid. But then it is that user who builds the view (as is the sandbox uid
+for a root worker that drops first), and a tree the view shows must be within its reach: a base
+interpreter under another user's 0700 home is not, and that is said up front (`out_of_reach`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -54,6 +57,42 @@ def given(workspace: Path, uid: int, gid: int) -> bool:
     """Whether the workspace is the sandbox uid's already (its top directory: a given tree stays so)."""
     top = os.stat(workspace, follow_symlinks=False)
     return (top.st_uid, top.st_gid) == (uid, gid)
+
+
+def out_of_reach(trees: Iterable[Path], uid: int | None, gid: int) -> tuple[Path, Path] | None:
+    """The first tree that whoever builds the sandbox cannot reach and the directory on the way it
+    may not pass (None when every tree can be reached or is simply missing). uid None: the worker's
+    own user, asked of the kernel (ACLs included); else an id with no supplementary groups, as
+    setpriv --clear-groups leaves it, judged by the mode bits (a directory with an ACL is given the
+    benefit of the doubt)."""
+    for tree in trees:
+        for step in [*reversed(tree.parents), tree]:
+            try:
+                st = os.stat(step)
+            except (FileNotFoundError, NotADirectoryError):  # missing: not shown, as before
+                break
+            except OSError:
+                return tree, step
+            if not stat.S_ISDIR(st.st_mode):
+                break
+            if not _passes(step, st, uid, gid):
+                return tree, step
+    return None
+
+
+def _passes(directory: Path, st: os.stat_result, uid: int | None, gid: int) -> bool:
+    if uid is None:
+        return os.access(directory, os.X_OK)
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IXUSR)
+    if st.st_gid == gid:
+        return bool(st.st_mode & stat.S_IXGRP)
+    if st.st_mode & stat.S_IXOTH:
+        return True
+    try:
+        return "system.posix_acl_access" in os.listxattr(directory)
+    except OSError:
+        return False
 
 
 def not_root_problem(status: str) -> str | None:

@@ -147,11 +147,12 @@ class WorkerProcess:
     proc: subprocess.Popen[bytes] | None = None
     command_prefix: list[str] | None = None  # e.g. a new UTS namespace with another host name
     cwd: Path | None = None  # another checkout's worker (an earlier release); this one by default
+    python: str | None = None  # another interpreter (one an unprivileged user can run); this one by default
 
     def start(self) -> WorkerProcess:
         log = self.log_file.open("ab")
         self.proc = subprocess.Popen(
-            [*(self.command_prefix or []), sys.executable, "worker.py"],
+            [*(self.command_prefix or []), self.python or sys.executable, "worker.py"],
             cwd=self.cwd or REPO_ROOT,
             env=self.env,
             stdout=log,
