@@ -4,6 +4,8 @@ Behind the same token and origin checks as the API. The answer is always a Serve
 stream that opens with RUN_STARTED: input the run cannot take (not a RunAgentInput, an unknown
 or already decided interrupt, a missing resume entry) ends it with RUN_ERROR naming what was
 wrong and a code, never with an HTTP error, so an AG-UI client shows it where it shows the run.
+A run whose credential ends (a logout, at once in this process; an expired session or a revoked
+token within a few seconds: ui/open_streams.py) ends with RUN_ERROR `SessionEnded`.
 """
 
 from __future__ import annotations
@@ -21,10 +23,14 @@ from pydantic import ValidationError
 from ui.agui_run import Run, RunRefused, stream_run
 from ui.agui_translate import encode
 from ui.errors import HttpError
+from ui.open_streams import while_signed_in
 from ui.route_support import client_of
 from ui.security import require_same_origin, require_token
 
 PROTOCOL_VERSION = "1.0"
+SESSION_ENDED = encode(
+    RunErrorEvent(message="signed out: the session ended or the token was revoked; log in again", code="SessionEnded")
+)
 log = logging.getLogger(__name__)
 
 router = APIRouter(dependencies=[Depends(require_token), Depends(require_same_origin)])
@@ -60,7 +66,9 @@ async def _events(request: Request, body: bytes) -> AsyncIterator[str]:
     yield encode(started)
     try:
         client = await client_of(request)
-        async for chunk in stream_run(Run(request, client, run_input)):
+        async for chunk in while_signed_in(
+            request, lambda credential: stream_run(Run(request, client, run_input, credential)), SESSION_ENDED
+        ):
             yield chunk
     except RunRefused as err:
         yield encode(RunErrorEvent(message=str(err), code=err.code))

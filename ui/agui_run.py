@@ -10,7 +10,7 @@ nothing; a later run of the same thread finds the same waiting requests and ends
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from storage.store import ProjectionStore
 from ui.agui_interrupts import BadResume, decision_for, interrupt_for
 from ui.agui_translate import RunTranslator, encode
 from ui.errors import NotFound
+from ui.open_streams import StreamCredential
 from ui.route_support import identity, settings_of, store_of
 from ui.security import principal_of
 from ui.temporal import WorkerUnavailable, query_state
@@ -61,6 +62,7 @@ class Run:
     request: Request
     client: Client
     run_input: RunAgentInput
+    credential: StreamCredential
 
     @property
     def store(self) -> ProjectionStore:
@@ -87,7 +89,7 @@ async def current_state(client: Client, conversation_id: str) -> ConversationSta
         raise RunRefused(f"no worker answered for conversation {conversation_id}: {err}", "WorkerUnavailable") from None
 
 
-async def stream_run(run: Run) -> AsyncIterator[str]:
+async def stream_run(run: Run) -> AsyncGenerator[str, None]:
     """Everything after RUN_STARTED; a refusal on the way raises RunRefused."""
     conversation_id = run.run_input.thread_id
     try:
@@ -106,6 +108,7 @@ async def stream_run(run: Run) -> AsyncIterator[str]:
     last_snapshot: dict[str, Any] | None = None
     last_sent = time.monotonic()
     while not await run.request.is_disconnected():
+        await run.credential.check()
         mark = await store.event_mark()
         state = await current_state(run.client, conversation_id)
         if state is None:
@@ -127,7 +130,7 @@ async def stream_run(run: Run) -> AsyncIterator[str]:
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             last_sent = time.monotonic()
             yield ": keepalive\n\n"
-        await store.wait_for_events(WAIT_SECONDS, mark)
+        await run.credential.wait(store.wait_for_events(WAIT_SECONDS, mark))
 
 
 async def read_events(store: ProjectionStore, conversation_id: str, after: int) -> tuple[list[dict[str, Any]], int]:

@@ -5,23 +5,26 @@ LISTEN/NOTIFY; on SQLite an inotify watch on the WAL file, storage/sqlite_wakeup
 each new row with its event_id as the SSE id, so a browser that reconnects sends Last-Event-ID and resumes
 exactly where it stopped. A fresh stream starts after the newest event: the page loads the current
 state itself, then follows changes. If the log starts over (the projection was rebuilt from
-Temporal's history), the stream says `reset` and follows the new log.
+Temporal's history), the stream says `reset` and follows the new log. When its credential ends (a
+logout, at once when this process took it; an expired session or a revoked token within a few
+seconds: ui/open_streams.py) it says `logout` and ends.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from storage.store import ProjectionStore
-from ui.security import authenticated, require_token
+from ui.open_streams import StreamCredential, while_signed_in
+from ui.security import require_token
 
 WAIT_INTERVAL = 1.0
-AUTH_RECHECK_INTERVAL = 2.0  # a logout or an expired session ends an open stream within this
+LOGOUT_EVENT = "event: logout\ndata: {}\n\n"
 KEEPALIVE_INTERVAL = 15.0
 RECONNECT_MS = 1500
 BATCH = 200
@@ -65,18 +68,20 @@ def format_event(event: dict) -> str:
     return f"id: {event['event_id']}\ndata: {data}\n\n"
 
 
-async def stream_events(request: Request, store: ProjectionStore, after: int) -> AsyncIterator[str]:
+def stream_events(request: Request, store: ProjectionStore, after: int) -> AsyncIterator[str]:
     """The events after `after`, until the client leaves or its credential stops being valid
     (logout, session expiry, a revoked token): then `logout` and the end, so text written after
     that never reaches a browser that is no longer signed in."""
+    return while_signed_in(request, lambda credential: _events_after(request, store, after, credential), LOGOUT_EVENT)
+
+
+async def _events_after(
+    request: Request, store: ProjectionStore, after: int, credential: StreamCredential
+) -> AsyncGenerator[str, None]:
     yield f"retry: {RECONNECT_MS}\nevent: ready\ndata: {json.dumps({'after': after})}\n\n"
-    last_sent = checked = time.monotonic()
+    last_sent = time.monotonic()
     while not await request.is_disconnected():
-        if time.monotonic() - checked > AUTH_RECHECK_INTERVAL:
-            checked = time.monotonic()
-            if not await authenticated(request):
-                yield "event: logout\ndata: {}\n\n"
-                return
+        await credential.check()
         mark = await store.event_mark()
         events, latest = await store.events(after, limit=BATCH)
         if latest < after:
@@ -92,7 +97,7 @@ async def stream_events(request: Request, store: ProjectionStore, after: int) ->
             last_sent = time.monotonic()
             yield ": keepalive\n\n"
         if len(events) < BATCH:  # a full batch means more are waiting: read again at once
-            await store.wait_for_events(WAIT_INTERVAL, mark)
+            await credential.wait(store.wait_for_events(WAIT_INTERVAL, mark))
 
 
 @router.get("/events")

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, quote
 
-import anyio.from_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
@@ -124,12 +123,15 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout", dependencies=[Depends(require_same_origin)], response_model=None)
-def logout(request: Request) -> Response:
-    """Revokes the session in the projection, so a copy of the cookie opens nothing in any process."""
+async def logout(request: Request) -> Response:
+    """Revokes the session in the projection, so a copy of the cookie opens nothing in any process,
+    and ends the session's open streams in this one before answering (ui/open_streams.py)."""
     token: str | None = request.app.state.settings.ui_token
     presented = request.cookies.get(SESSION_COOKIE)
     if token is not None and presented:
-        anyio.from_thread.run(request.app.state.store.close_session, session_record(token, presented))
+        session = session_record(token, presented)
+        await request.app.state.store.close_session(session)
+        request.app.state.open_streams.end(session)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

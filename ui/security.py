@@ -146,6 +146,20 @@ async def authenticated(request: Request) -> bool:
     return bool(await store.session_is_open(session_record(token, cookie)))
 
 
+def session_of(request: Request) -> str | None:
+    """The record of the login session that is the request's credential (what a logout ends); None
+    when it carries none, or its credential is another (a bearer token, a trusted proxy's identity)."""
+    token: str | None = request.app.state.settings.ui_token
+    if token is None or _bearer(request):
+        return None
+    if proxied_person(request.scope, request.app.state.proxy_identity) is not None:
+        return None
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    if not cookie or len(cookie) > MAX_SESSION_ID:
+        return None
+    return session_record(token, cookie)
+
+
 def is_authenticated(request: Request) -> bool:
     """authenticated() for sync routes, which FastAPI runs on a thread: the store's calls go back to the loop."""
     return bool(anyio.from_thread.run(authenticated, request))

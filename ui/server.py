@@ -35,6 +35,7 @@ from ui import (
 from ui.asker_gate import AskerGate
 from ui.errors import HttpError, render_http_error, render_validation_error
 from ui.limits import BodyLimit
+from ui.open_streams import OpenStreams
 from ui.proxy_identity import ProxyPeerGate
 from ui.security import SecurityHeaders, allowed_hosts
 from ui.temporal import ClientProvider, LazyClient
@@ -81,6 +82,8 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.state.store = store
     app.state.client_provider = client_provider or LazyClient(settings)
     app.state.proxy_identity = settings.proxy_identity()
+    # The open streams of each login session, so a logout here ends them before it answers.
+    app.state.open_streams = OpenStreams()
     app.add_exception_handler(HttpError, render_http_error)
     app.add_exception_handler(RequestValidationError, render_validation_error)
     for router in (*FEATURE_ROUTERS, *door_routers()):
