@@ -9,6 +9,13 @@ returns the recorded result. The worker's tool activities take the first two ste
 transaction, at once (`begin_at_once`) or while the tool prepares its launch (`begin`), and the
 tool starts only once it says `run` (Workspace.ready). Every step is a conditional statement, so
 concurrent attempts on different hosts agree on one owner.
+
+A database server that restarts or drops off the network, or a full disk, under a running tool
+must neither run it twice nor lose it: `begin` and `finish` try again within the attempt while the
+ledger refuses them (activities/store_waits.py, heartbeating). A lost connection leaves a
+statement's fate unknown, so `begin` marks the row it writes with its own timestamp and, on a
+later try, takes the row it finds with its attempt and that mark as its own: the tool then runs,
+once.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from activities.store_waits import when_stored
 from core.tool_run_model import ToolResult
 from storage.backend import Backend, Tx, open_backend, run_autocommit
 from storage.writes import now_iso
@@ -56,18 +64,31 @@ class Ledger:
     async def begin(self, request_id: str, tool_name: str, attempt: int) -> Claim:
         """Claim and start in one step, for a caller that starts the tool right after:
         `run` means this attempt now owns the request and the ledger counts the tool as started."""
+        mark = now_iso()  # this call's own: a try whose answer a lost connection took is known by it
+        return await when_stored(
+            lambda: self._begin(request_id, tool_name, attempt, mark),
+            f"not running {request_id} until the ledger records it",
+        )
+
+    async def _begin(self, request_id: str, tool_name: str, attempt: int, mark: str) -> Claim:
         # The first attempt's one insert, atomic by itself, commits alone; a later attempt finds the
         # row and settles it in a transaction.
-        if await run_autocommit(self._backend, _first_start(request_id, tool_name, attempt)):
+        if await run_autocommit(self._backend, _first_start(request_id, tool_name, attempt, mark)):
             return Claim("run")
 
         async def operation(tx: Tx) -> Claim:
             if await tx.execute(
                 "UPDATE tool_executions SET state = 'started', attempt = ?, started_at = ?"
                 " WHERE request_id = ? AND state = 'claimed'",
-                (attempt, now_iso(), request_id),
+                (attempt, mark, request_id),
             ):
                 return Claim("run")  # claimed by an attempt that never started the tool
+            if await tx.fetchone(
+                "SELECT 1 AS ours FROM tool_executions WHERE request_id = ? AND state = 'started'"
+                " AND attempt = ? AND started_at = ?",
+                (request_id, attempt, mark),
+            ):
+                return Claim("run")  # this call's earlier try started it, and its answer was lost
             return await _settled(tx, request_id, attempt)
 
         return await self._backend.run(operation)
@@ -77,7 +98,7 @@ class Ledger:
         without waiting (an embedded file no other writer holds: about 0.1 ms). The tool's launch
         then waits for no worker thread. None: the request is not this simple case (a later
         attempt, a busy file, a server) or nothing was written: call `begin`."""
-        done = self._backend.try_now(_first_start(request_id, tool_name, attempt))
+        done = self._backend.try_now(_first_start(request_id, tool_name, attempt, now_iso()))
         return Claim("run") if done is not None and done.value else None
 
     async def start(self, request_id: str, attempt: int) -> bool:
@@ -93,12 +114,19 @@ class Ledger:
         )
 
     async def finish(self, request_id: str, result: ToolResult) -> None:
-        await run_autocommit(
-            self._backend,
-            lambda tx: tx.execute(
-                "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ? WHERE request_id = ?",
-                (now_iso(), result.model_dump_json(), request_id),
+        """Record the result of a tool that ran; repeated while the ledger refuses it, since a retry
+        that found no result would report the run as an unknown outcome."""
+        finished = (now_iso(), result.model_dump_json(), request_id)
+        await when_stored(
+            lambda: run_autocommit(
+                self._backend,
+                lambda tx: tx.execute(
+                    "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ?"
+                    " WHERE request_id = ?",
+                    finished,
+                ),
             ),
+            f"{request_id} ran: its result is kept once the ledger records it",
         )
 
     async def release(self, request_id: str) -> None:
@@ -133,7 +161,7 @@ class Ledger:
         await self._backend.close()
 
 
-def _first_start(request_id: str, tool_name: str, attempt: int) -> Callable[[Tx], Awaitable[bool]]:
+def _first_start(request_id: str, tool_name: str, attempt: int, mark: str) -> Callable[[Tx], Awaitable[bool]]:
     """The first attempt's claim and start, one insert: True when it added the row."""
 
     async def insert(tx: Tx) -> bool:
@@ -141,7 +169,7 @@ def _first_start(request_id: str, tool_name: str, attempt: int) -> Callable[[Tx]
             await tx.execute(
                 "INSERT INTO tool_executions (request_id, tool_name, state, attempt, started_at)"
                 " VALUES (?, ?, 'started', ?, ?) ON CONFLICT (request_id) DO NOTHING",
-                (request_id, tool_name, attempt, now_iso()),
+                (request_id, tool_name, attempt, mark),
             )
         )
 

@@ -4,11 +4,15 @@ One event per flush, not per token: the first piece goes out at once (time to fi
 pieces gather for `every` seconds. Each event names the conversation, the turn, the model call
 (activity id), the attempt and a sequence number, and holds the text's offset, so a reader can
 put pieces in order and tell a retried call (a new attempt) from the one it replaces. A write that
-fails is logged and skipped: the stream is a view; the recorded message is the truth.
+fails is logged and skipped: the stream is a view; the recorded message is the truth. Nor does the
+reply wait for a slow write: one still out after WRITE_WAIT_SECONDS (a database restarting or out of
+reach) goes on by itself, and the text gathers until it is done, so the model's reply flows at its
+own pace; only the last piece, with its end, is awaited.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +22,7 @@ from core.projection_model import ProjectionEvent
 from storage.stream_events import EVENT_MESSAGE_DELTA
 
 FLUSH_EVERY_SECONDS = 0.1
+WRITE_WAIT_SECONDS = 0.5
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +50,7 @@ class DeltaPublisher:
         self._offset = 0
         self._seq = 0
         self._last: float | None = None
+        self._out: asyncio.Future[None] | None = None  # a write the reply stopped waiting for
 
     async def start(self) -> None:
         """A retried call says so before its first piece, so a reader drops the old attempt's text now."""
@@ -64,6 +70,10 @@ class DeltaPublisher:
     async def flush(self, done: bool = False) -> None:
         if not self._buffer and not done:
             return
+        if self._out is not None and not self._out.done():
+            if not done:
+                return  # the text waits for the slow write before it
+            await self._out  # pieces land in order, every one before the reply ends
         text, self._buffer = self._buffer, ""
         await self._write(text, {"done": True} if done else {})
         self._offset += len(text)
@@ -86,6 +96,13 @@ class DeltaPublisher:
             conversation_id=self._conversation_id,
             payload=payload,
         )
+        writing = asyncio.ensure_future(self._append(event))
+        if extra.get("done"):
+            await writing
+        elif not (await asyncio.wait({writing}, timeout=WRITE_WAIT_SECONDS))[0]:
+            self._out = writing
+
+    async def _append(self, event: ProjectionEvent) -> None:
         try:
             await self._sink.append_stream_event(event)
         except Exception:  # the stream is a view: a failed write must not fail the model call

@@ -19,6 +19,7 @@ from activities.previews import preview_effect
 from activities.python_tools import run_python_tool
 from activities.sandbox import SandboxPolicy, SandboxUnavailable
 from activities.still_running import telling_when_long
+from activities.store_waits import result_stored, when_stored
 from activities.tool_sources import ToolSources
 from activities.undo import prepare_undo
 from activities.worker_metrics import OUTCOME_UNKNOWN, TOOL_RUNS
@@ -183,7 +184,8 @@ class ToolActivities:
         one (workflows/approved_calls.py), written whatever the tool does."""
         beside = ToolStartWrites()
         if request.resolved is not None:
-            beside.add(lambda: write_handed_resolution(request, self._projection))
+            what = f"the resolution of {request.request_id}"
+            beside.add(lambda: when_stored(lambda: write_handed_resolution(request, self._projection), what))
         return beside
 
     def _elsewhere(self, request: ToolRequest) -> bool:
@@ -216,9 +218,11 @@ class ToolActivities:
         finally:
             await beside.finish()
         saved = await self._save(request) if tool.at_most_once else None
-        if restored is None and saved is None:
-            return result
-        return result.model_copy(update={"restored": restored, "saved": saved})
+        if restored is not None or saved is not None:
+            result = result.model_copy(update={"restored": restored, "saved": saved})
+        if tool.at_most_once:  # a retry could only return the ledger's copy: it must reach the workflow
+            await result_stored(result, f"the result of {request.request_id}")
+        return result
 
     def _unsealed(self, request: ToolRequest) -> dict[str, str]:
         """The values the approver supplied, opened for the tool alone: the request keeps the
@@ -248,11 +252,12 @@ class ToolActivities:
         return restored
 
     async def _save(self, request: ToolRequest) -> WorkspaceSaved | None:
-        if self._saves is None:
+        saves = self._saves
+        if saves is None:
             return None
         root = workspace_for(self._workspace_dir, request.workspace)
         activity.heartbeat()
-        saved = await self._saves.save(root.name, root)
+        saved = await when_stored(lambda: saves.save(root.name, root), f"the save of workspace {root.name}")
         if saved.skipped:  # said where a person looks: the log, and the conversation's events (`show`)
             activity.logger.warning("workspace %s not saved: %s", root.name, saved.skipped)
             notice = ProjectionEvent(
@@ -300,27 +305,45 @@ class ToolActivities:
             await gate.settled()  # whatever the tool did, the claim is not left running
         settled = claim.result()
         if settled.verdict == "finished" and settled.result is not None:
-            await self._projection.mark_execution(request.request_id, _finished(settled.result))
+            await self._mark(request.request_id, _finished(settled.result))
             return settled.result
         if settled.verdict == "unknown":
             OUTCOME_UNKNOWN.labels(request.tool_name).inc()
-            await self._projection.mark_execution(request.request_id, "unknown")
+            await self._mark(request.request_id, "unknown")
             activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
             return unknown_outcome_result(request.tool_name, request.arguments)
         assert result is not None  # the claim is this attempt's: the tool ran or changed nothing
-        await beside.finish()  # "running" is written before the finished state can be
+
+        async def record() -> None:  # waits for the ledger (Ledger.finish): a retry returns what it kept
+            await self._ledger.finish(request.request_id, result)
+
+        try:
+            await beside.finish()  # "running" is written before the finished state can be
+        except Exception:  # the read model out of reach: a retry must still find the tool's result
+            await record()
+            raise
         TOOL_RUNS.labels(request.tool_name, _finished(result)).inc()
-        await asyncio.gather(
-            self._ledger.finish(request.request_id, result),
-            self._projection.mark_execution(request.request_id, _finished(result)),
-        )
+        # Both end before the activity does, even when the mark fails: the ledger's result is what a
+        # retry returns, instead of reporting an outcome it would no longer know.
+        for outcome in await asyncio.gather(
+            record(), self._mark(request.request_id, _finished(result)), return_exceptions=True
+        ):
+            if isinstance(outcome, BaseException):
+                raise outcome
         return result
+
+    async def _mark(self, request_id: str, state: str) -> None:
+        await when_stored(
+            lambda: self._projection.mark_execution(request_id, state), f"the {state} mark of {request_id}"
+        )
 
     def _claim(self, request: ToolRequest, attempt: int) -> asyncio.Future[Claim]:
         """The ledger's claim: taken at once when the store can take it without waiting (see
-        Ledger.begin_at_once), else by a task that runs while the tool prepares its launch."""
+        Ledger.begin_at_once), else by a task that runs while the tool prepares its launch (and,
+        on a full disk, waits for room: the tool does not start until it is taken)."""
         now = self._ledger.begin_at_once(request.request_id, request.tool_name, attempt)
         if now is None:
+            # Ledger.begin waits for a ledger that refuses it: the tool does not start until it is taken.
             return asyncio.ensure_future(self._ledger.begin(request.request_id, request.tool_name, attempt))
         taken: asyncio.Future[Claim] = asyncio.get_running_loop().create_future()
         taken.set_result(now)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.errors import EXIT_OK, EXIT_USAGE, CliError
+from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from cli.parser import build_parser
 from cli.temporal import Session
+from storage.backend import StoreFull, StoreUnavailable
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -50,6 +52,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def main(argv: list[str] | None = None, client: Client | None = None) -> int:
     """Run one command; tests may pass a connected client. Returns the exit status."""
+    # psycopg's pool warns of every failed connection attempt: with no logging set up, each would
+    # reach stderr beside the command's one line (an unreachable database is said by StoreUnavailable).
+    quiet = logging.getLogger("psycopg")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
     try:
         args = build_parser().parse_args(argv)
         from config.settings import ConfigError, Settings
@@ -71,6 +78,12 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
     except CliError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.code
+    except StoreFull as err:  # a write the read model's disk had no room for: said in one line
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except StoreUnavailable as err:  # the database server is down or out of reach: nothing waits forever
+        print(f"error: {err}; try again once it is back", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

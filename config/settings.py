@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from config.database_location import is_postgres, sqlite_path
+from config.database_location import DEFAULT_WAIT_SECONDS, WAIT_VARIABLE, is_postgres, sqlite_path
 from config.decision_link_key import decision_link_key
 from config.errors import ConfigError
 from config.sandbox_section import SANDBOX_CHOICES, SandboxPolicy
@@ -197,6 +197,9 @@ class Settings:
     llm_max_tokens: int = field(default_factory=lambda: _count_env("LLM_MAX_TOKENS", 4096))
     llm_timeout_seconds: float = field(default_factory=lambda: _float_env("LLM_TIMEOUT_SECONDS", 120.0))
     approval_timeout: float = field(default_factory=lambda: _float_env("APPROVAL_TIMEOUT", 604800.0))
+    # How long a PostgreSQL operation waits for the server before it fails; read where it is used
+    # (config/database_location.py), refused here at start when it is no number.
+    database_wait_seconds: float = field(default_factory=lambda: _float_env(WAIT_VARIABLE, DEFAULT_WAIT_SECONDS))
     # Streamed `message.delta` rows are pruned this long after they were written (the reply ended).
     stream_delta_retention: float = field(default_factory=lambda: _float_env("STREAM_DELTA_RETENTION_SECONDS", 3600.0))
     # What an approved write_file replaced is kept this long for an undo (docs/preview.md).

@@ -44,6 +44,7 @@ from core.conversation_model import (
 from core.ids import check_conversation_id
 from core.refusals import DecisionRefused
 from doors.decision_delivery import deliver_decision
+from storage.backend import StoreFull
 from storage.store import ProjectionStore
 from workflows.status import PENDING_APPROVALS_KEY, TURN_STATUS_KEY
 
@@ -237,6 +238,9 @@ async def send_batch(
             # NOT_FOUND: the conversation has ended; anything else: Temporal could not take it now.
             kind = ERROR_CONVERSATION_CLOSED if err.status == RPCStatusCode.NOT_FOUND else ERROR_UNDELIVERED
             results.append(BatchResult(decision.request_id, None, kind, f"{decision.request_id}: {err.message}"))
+        except StoreFull as err:  # the claim could not be written: nothing was sent, it may be sent again
+            why = f"{decision.request_id}: not decided: {err}"
+            results.append(BatchResult(decision.request_id, None, ERROR_UNDELIVERED, why))
         else:
             results.append(BatchResult(decision.request_id, conversation_id))
     return results

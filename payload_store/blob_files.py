@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from payload_store.blob_tree import digest_of
-from payload_store.local import PayloadStoreError, write_atomically
+from payload_store.local import PayloadStoreError, stored_or_said, write_atomically
 
 TOUCH_EVERY = 600.0
 _KNOWN_LIMIT = 200_000
@@ -88,7 +88,7 @@ class LocalBlobFiles:
     async def put(self, kind: str, blobs: Mapping[str, bytes]) -> None:
         todo = {d: b for d, b in blobs.items() if not self._known.fresh(kind + d)}
         if todo:
-            await asyncio.to_thread(self._put_now, kind, todo)
+            await asyncio.to_thread(stored_or_said, lambda: self._put_now(kind, todo), self.root)
 
     def _put_now(self, kind: str, blobs: Mapping[str, bytes]) -> None:
         for digest, blob in blobs.items():

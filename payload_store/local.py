@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
@@ -25,12 +27,32 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+T = TypeVar("T")
 DRIVER_NAME = "local-files"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class PayloadStoreError(RuntimeError):
     """A stored payload that cannot be read back: missing, corrupt, or a claim that is not ours."""
+
+
+class PayloadStoreUnavailable(RuntimeError):
+    """A write the store cannot take now (its disk full, an S3 store answering 503 or not at all):
+    nothing was stored under its name, and the same write succeeds once the store takes writes again."""
+
+
+_NO_ROOM = {errno.ENOSPC: "its disk is full", errno.EFBIG: "a file size limit", errno.EDQUOT: "a disk quota"}
+
+
+def stored_or_said(write: Callable[[], T], root: Path) -> T:
+    """Run a write into the store; an OS error for want of room says so, naming the store."""
+    try:
+        return write()
+    except OSError as err:
+        why = _NO_ROOM.get(err.errno or 0)
+        if why is None:
+            raise
+        raise PayloadStoreUnavailable(f"the payload store at {root} cannot be written: {why} ({err.strerror})") from err
 
 
 class LocalFileDriver(StorageDriver):
@@ -64,8 +86,12 @@ class LocalFileDriver(StorageDriver):
         digest = hashlib.sha256(blob).hexdigest()
         target = self.path_for(digest)
         if not (target.exists() and target.stat().st_size == len(blob)):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(target, blob)
+
+            def write() -> None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(target, blob)
+
+            stored_or_said(write, self.root)
         return StorageDriverClaim(claim_data={"hash_algorithm": "sha256", "hash_value": digest})
 
     def read(self, claim: StorageDriverClaim) -> Payload:

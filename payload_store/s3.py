@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 
 from payload_store.blob_files import S3BlobFiles
+from payload_store.local import PayloadStoreUnavailable
 
 # The standard variables botocore reads, listed here so the deployment files may set them.
 S3_ENVIRONMENT = (
@@ -88,16 +89,45 @@ class LoopBoundS3Client(S3StorageDriverClient):
         return {"prefix": self._prefix, "endpoint": self._endpoint_url or "aws"}
 
     async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
-        await (await self._client()).put_object(bucket=bucket, key=self._prefix + key, data=data)
+        try:
+            await (await self._client()).put_object(bucket=bucket, key=self._prefix + key, data=data)
+        except Exception as err:
+            unavailable = _unavailable(err, bucket)
+            if unavailable is None:
+                raise
+            raise unavailable from err
 
     async def object_exists(self, *, bucket: str, key: str) -> bool:
-        return await (await self._client()).object_exists(bucket=bucket, key=self._prefix + key)
+        try:
+            return await (await self._client()).object_exists(bucket=bucket, key=self._prefix + key)
+        except Exception as err:
+            unavailable = _unavailable(err, bucket)
+            if unavailable is None:
+                raise
+            raise unavailable from err
 
     async def get_object(self, *, bucket: str, key: str) -> bytes:
         return await (await self._client()).get_object(bucket=bucket, key=self._prefix + key)
 
 
 _CLIENTS: weakref.WeakSet[LoopBoundS3Client] = weakref.WeakSet()
+
+
+def _unavailable(err: Exception, bucket: str) -> PayloadStoreUnavailable | None:
+    """A write the store could not take now, once botocore's own retries are spent: a 5xx or 429
+    answer (S3's 503 SlowDown under load), no answer in time, or no connection. None for anything
+    else (no such bucket, access denied), which waiting would not mend."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as NoConnection
+
+    if isinstance(err, ClientError):
+        status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        if status < 500 and status != 429:
+            return None
+    elif not isinstance(err, HTTPClientError | NoConnection | TimeoutError):
+        return None
+    said = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return PayloadStoreUnavailable(f"the payload store s3://{bucket} cannot be written now: {said}")
 
 
 async def close_s3_clients() -> None:

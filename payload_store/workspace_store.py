@@ -29,7 +29,7 @@ from payload_store.blob_files import (
     found_again,
     missing,
 )
-from payload_store.local import write_atomically
+from payload_store.local import stored_or_said, write_atomically
 from payload_store.workspace_chunks import Manifest, ManifestError, parse_manifest
 from payload_store.workspace_manifest import EncodedPages, encode_manifest
 
@@ -87,11 +87,11 @@ class LocalWorkspaceStore:
         return str(self.root)
 
     async def put_new(self, kind: str, blobs: Mapping[str, bytes]) -> int:
-        return await asyncio.to_thread(self._put_now, kind, blobs)
+        return await asyncio.to_thread(self.put_new_from_thread, kind, blobs, asyncio.get_running_loop())
 
     def put_new_from_thread(self, kind: str, blobs: Mapping[str, bytes], loop: asyncio.AbstractEventLoop) -> int:
         # Right here: a save's reading thread waiting on the loop's thread pool could starve it.
-        return self._put_now(kind, blobs)
+        return stored_or_said(lambda: self._put_now(kind, blobs), self.root)
 
     def _put_now(self, kind: str, blobs: Mapping[str, bytes]) -> int:
         new: dict[Path, bytes] = {}
@@ -147,7 +147,7 @@ class LocalWorkspaceStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, data)
 
-        await asyncio.to_thread(write)
+        await asyncio.to_thread(stored_or_said, write, self.root)
 
 
 class S3WorkspaceStore:

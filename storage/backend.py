@@ -48,6 +48,20 @@ class Tx(Protocol):
 Operation = Callable[[Tx], Awaitable[T]]
 
 
+class StoreFull(RuntimeError):
+    """A write its store refused for want of room (a full disk, a file size limit): nothing of it was
+    kept, and the same write succeeds once there is room again. Its message names the store, where
+    it is and why, in one line for a person."""
+
+
+class StoreUnavailable(RuntimeError):
+    """The database server could not be reached, or did not answer within its wait
+    (DATABASE_WAIT_SECONDS): restarted, failed over, or the network to it cut or stalled. When the
+    connection was lost while a statement was on its way, that statement may or may not have taken
+    effect, so only a write that is safe to repeat (or that can recognise its own earlier try, as
+    the ledger's do) may be tried again. Its message names the store and where it is, in one line."""
+
+
 @dataclass(frozen=True)
 class Done(Generic[T]):
     """What an operation returned when `Backend.try_now` ran it."""

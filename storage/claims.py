@@ -122,10 +122,13 @@ async def _claim(tx: Tx, decision: DecisionInput, conversation_id: str) -> Claim
             decided_by=earlier["decided_by"],
         )
     )
+    # The earlier decision is sent again when its sender may have died before delivering it, or when
+    # it is this very decision, whose claim went in while the answer was lost with the connection.
+    again = _stale(earlier["claimed_at"]) or first == decision
     raise DecisionRefused(
         ERROR_ALREADY_RESOLVED,
         f"{decision.request_id} was already decided: {earlier['decision']} by {earlier['decided_by']}",
-        ClaimedDecision(conversation_id, first) if _stale(earlier["claimed_at"]) else None,
+        ClaimedDecision(conversation_id, first) if again else None,
     )
 
 

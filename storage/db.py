@@ -202,6 +202,9 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, exc: object, _tb: object) -> None:
         try:
-            self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+            if not exc_type:
+                self._conn.execute("COMMIT")
+            elif self._conn.in_transaction:  # a full disk's error has rolled it back already
+                self._conn.execute("ROLLBACK")
         finally:
             self._writer._lock.release()

@@ -7,7 +7,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from storage.backend import Component, Done, Operation, T
+from storage.backend import Component, Done, Operation, StoreFull, T
 from storage.db import SqliteTx, Writer, connect_reader, drive
 from storage.sqlite_wakeup import WalWatch
 
@@ -43,9 +43,19 @@ class SqliteBackend:
         return done
 
     def _run(self, operation: Operation[T], write: bool) -> T:
+        try:
+            return self._run_on_disk(operation, write)
+        except sqlite3.OperationalError as err:
+            refused = no_room(err, self._component, self.path)
+            if refused is None:
+                raise
+            raise refused from err
+
+    def _run_on_disk(self, operation: Operation[T], write: bool) -> T:
         if write or self._component != "projection":
             with self._writer.transaction() as conn:
                 return drive(operation(SqliteTx(conn)))  # type: ignore[arg-type]
+        # A reader may write too: the WAL's index, and the schema of a file that lacks it.
         conn = connect_reader(self.path)
         try:
             return drive(operation(SqliteTx(conn)))  # type: ignore[arg-type]
@@ -76,3 +86,20 @@ class SqliteBackend:
             self._watch.stop()
         await asyncio.to_thread(self._writer.close)
         self._at_once.close()
+
+
+_NAMES = {"projection": "read model (APPROVALS_DB)", "ledger": "ledger (LEDGER_DB)"}
+
+
+def no_room(err: sqlite3.OperationalError, component: Component, path: Path) -> StoreFull | None:
+    """The file could not be written for want of room: SQLite says "full" for a disk with no space
+    left, and "disk I/O error" for a write the system refused otherwise (a file size limit, a quota).
+    Either way the transaction was rolled back whole. None for any other error."""
+    code = getattr(err, "sqlite_errorcode", 0) & 0xFF
+    if code == sqlite3.SQLITE_FULL:
+        why = "its disk is full"
+    elif code == sqlite3.SQLITE_IOERR:
+        why = f"its disk refused a write ({err}: full, over a size limit or failing)"
+    else:
+        return None
+    return StoreFull(f"the {_NAMES[component]} at {path} cannot be written: {why}")

@@ -23,7 +23,7 @@ from core.projection_model import (
     ProjectionEvent,
 )
 from core.push_subscription import PushSubscription
-from core.refusals import ClaimedDecision
+from core.refusals import ClaimedDecision, DecisionRefused
 from storage import (
     audit,
     claims,
@@ -40,7 +40,7 @@ from storage import (
     writes,
 )
 from storage import hosts as worker_hosts
-from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
+from storage.backend import Backend, StoreUnavailable, Tx, open_backend, run_autocommit, run_short
 from storage.reader import ApprovalFilter, Page
 from storage.users import Contact, Principal
 
@@ -170,6 +170,21 @@ class ProjectionStore:
 
     # Claims: the deciders' arbiter (first decision wins across every process and host).
     async def claim_decision(self, decision: DecisionInput) -> ClaimedDecision:
+        """Claim the request for this decision, or raise DecisionRefused. A connection to the database
+        lost on the way (a restart) leaves the claim's fate unknown: it is tried once more, and a
+        claim found made by this very decision is this one's."""
+        try:
+            return await self._claim_decision(decision)
+        except StoreUnavailable:
+            pass
+        try:
+            return await self._claim_decision(decision)
+        except DecisionRefused as refused:
+            if refused.earlier is not None and refused.earlier.decision == decision:
+                return refused.earlier
+            raise
+
+    async def _claim_decision(self, decision: DecisionInput) -> ClaimedDecision:
         # A single approval is claimed in two statements and no transaction: on PostgreSQL two round
         # trips before the decision is sent instead of six; on SQLite on this thread, when the file is free.
         claimed = await run_short(self.backend, lambda tx: claims.claim_in_autocommit(tx, decision))

@@ -77,3 +77,17 @@ async def render_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HttpError)
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
     return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+
+async def render_store_full(request: Request, exc: Exception) -> JSONResponse:
+    """A write the read model's disk had no room for (a door's claim of a decision, a grant): 503
+    with its one line, which names the store and says its disk is full; nothing was kept, and the
+    same request goes through once there is room."""
+    return await render_http_error(request, ServiceUnavailable(str(exc), error_type="StoreFull"))
+
+
+async def render_store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """The database is out of reach (restarted, failed over, the network to it cut): 503 with its
+    one line, which names the store and why, not a bare 500; the same request goes through once it
+    is back."""
+    return await render_http_error(request, ServiceUnavailable(str(exc), error_type="StoreUnavailable"))

@@ -15,6 +15,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from channels import deciding_kinds
 from config.settings import Settings
+from storage.backend import StoreFull, StoreUnavailable
 from storage.store import ProjectionStore
 from ui import (
     agui_routes,
@@ -33,7 +34,7 @@ from ui import (
     undo_routes,
 )
 from ui.asker_gate import AskerGate
-from ui.errors import HttpError, render_http_error, render_validation_error
+from ui.errors import HttpError, render_http_error, render_store_full, render_store_unavailable, render_validation_error
 from ui.limits import BodyLimit
 from ui.open_streams import OpenStreams
 from ui.proxy_identity import ProxyPeerGate
@@ -86,6 +87,8 @@ def create_app(settings: Settings, client_provider: ClientProvider | None = None
     app.state.open_streams = OpenStreams()
     app.add_exception_handler(HttpError, render_http_error)
     app.add_exception_handler(RequestValidationError, render_validation_error)
+    app.add_exception_handler(StoreUnavailable, render_store_unavailable)
+    app.add_exception_handler(StoreFull, render_store_full)
     for router in (*FEATURE_ROUTERS, *door_routers()):
         app.include_router(router)
     # An asking token reaches /api/requests only: every other route answers it 403 (ui/asker_gate.py).

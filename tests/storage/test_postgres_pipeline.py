@@ -6,6 +6,7 @@ Round trips are counted on the wire, in libpq's trace of the one pooled connecti
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from psycopg import pq
 
 from core.projection_model import ApprovalResolvedProjection, ProjectionEvent
 from storage import stream_events, writes
-from storage.backend import Operation, Tx
+from storage.backend import Operation, StoreUnavailable, Tx
 from storage.postgres_backend import PostgresBackend, PostgresTx
 from tests.storage.test_store import NOW, asked, conversation
 from tests.support.postgres import PostgresServer
@@ -150,22 +151,46 @@ async def test_the_same_write_unpipelined_waits_for_every_statement(backend: Pos
 
 
 async def test_a_connection_lost_under_a_write_fails_that_write_only(backend: PostgresBackend) -> None:
-    """The server ends the pool's one connection (a restart, a failover): the write on it raises,
-    the pool drops it, and the next write goes through on a new one."""
+    """The server ends the pool's one connection (a restart, a failover). Ended while it waits in
+    the pool, it is dropped before anything is sent on it, and the write goes through on a new one;
+    ended under a write, that write raises StoreUnavailable, and the next goes through."""
 
     async def remember(tx: Tx, name: str) -> None:
         await tx.send("INSERT INTO ui_session_people (session_hash, name) VALUES (?, ?)", (name, name))
 
-    await backend.run(lambda tx: remember(tx, "before"))
-    found = await backend.run(lambda tx: tx.fetchone("SELECT pg_backend_pid() AS pid"), write=False)
-    assert found is not None
-    with psycopg.connect(backend.location, autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", (found["pid"],))
+    async def pid() -> object:
+        found = await backend.run(lambda tx: tx.fetchone("SELECT pg_backend_pid() AS pid"), write=False)
+        assert found is not None
+        return found["pid"]
 
-    with pytest.raises(psycopg.OperationalError):
-        await backend.run(lambda tx: remember(tx, "lost"))
+    def terminate(pid: object) -> None:
+        with psycopg.connect(backend.location, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))  # returns once it has ended
+
+    await backend.run(lambda tx: remember(tx, "before"))
+    terminate(await pid())
+    await backend.run(lambda tx: remember(tx, "idle"))
+
+    async def lost(tx: Tx) -> None:
+        await remember(tx, "lost")
+        await tx.execute("SELECT pg_sleep(10)")
+
+    def sleeping() -> object:
+        with psycopg.connect(backend.location, autocommit=True) as other:
+            found = other.execute(
+                "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(10)' AND pid <> pg_backend_pid()"
+            ).fetchone()
+        return None if found is None else found[0]
+
+    writing = asyncio.ensure_future(backend.run(lost))
+    while (under_write := sleeping()) is None:
+        await asyncio.sleep(0.05)
+    terminate(under_write)
+    with pytest.raises(StoreUnavailable, match="is unreachable: "):
+        await writing
     await backend.run(lambda tx: remember(tx, "after"))
     assert await read(backend, "SELECT name FROM ui_session_people ORDER BY name") == [
         {"name": "after"},
         {"name": "before"},
+        {"name": "idle"},
     ]

@@ -69,6 +69,11 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def restart(self, mode: str = "fast") -> None:
+        """`pg_ctl restart -m MODE` (fast: sessions told and closed; immediate: killed, then crash
+        recovery): the same port, options and data; returns once it takes connections again."""
+        self._run([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", mode, "-l", str(self.log), "-w", "restart"])
+
     def stop(self) -> None:
         subprocess.run(
             _as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"]),

@@ -24,7 +24,6 @@ class TcpProxy:
     def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
         self.target = (target_host, target_port)
         self.mode: Mode = "pass"
-        self.connections = 0  # accepted so far: a test can see that its client came back
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tcp-proxy", daemon=True)
         self._server: asyncio.Server | None = None
@@ -94,7 +93,6 @@ class TcpProxy:
             await asyncio.wait(self._serving, timeout=5)
 
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
         task = asyncio.current_task()
         assert task is not None
         self._serving.add(task)
