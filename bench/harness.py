@@ -91,9 +91,13 @@ class Bench:
 
     def postgres_database(self) -> str:
         """A fresh database on the run's one PostgreSQL server, started the way the tests start it."""
+        return self.postgres_server().new_database()
+
+    def postgres_server(self) -> PostgresServer:
+        """The run's one PostgreSQL server itself, for a scenario that restarts it (faults)."""
         if self._postgres is None:
             self._postgres = PostgresServer().start()
-        return self._postgres.new_database()
+        return self._postgres
 
     def postgres_pid(self) -> int | None:
         """The run's PostgreSQL server (its postmaster), once a scenario started it."""

@@ -568,6 +568,24 @@ def _request_phases(phases: dict[str, dict[str, float]]) -> list[str]:
     return [intro, "", *_table(["step", *(titles[name] for name in columns)], [*rows, *tasks])]
 
 
+def _faults(s: dict[str, Any]) -> list[str]:
+    head = ["fault", "backend", "seconds to recover", "lost", "doubled", "stuck"]
+    rows = [
+        [name, f["backend"], f["seconds_to_recover"], f["lost"], f["doubled"], f["stuck"]]
+        for name, f in s["faults"].items()
+    ]
+    return [
+        "## Faults beyond the process",
+        "",
+        f"{s['conversations']} conversations in flight through each fault ({s['conversations_postgresql']} through"
+        " PostgreSQL's own); seconds from the fault's end until the first decision after it reached its tool"
+        " (docs/faults.md).",
+        "",
+        *_table(head, rows),
+        "",
+    ]
+
+
 def render(results: dict[str, Any]) -> str:
     sc = results["scenarios"]
     lines = [
@@ -637,6 +655,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _preview(sc["preview"])
     if "attention" in sc:
         lines += attention_section(sc["attention"])
+    if "faults" in sc:
+        lines += _faults(sc["faults"])
     lines += ["## Correctness counts", ""]
     lines += [f"- {'ok' if c['ok'] else '**FAILED**'}: {c['name']} (expected {c['expected']}, got {c['actual']})"
               for c in results["checks"]]  # fmt: skip

@@ -53,6 +53,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "preview": (50, 20),
     "workspace_saves": (20, 5),
     "attention": (10_000, 10_000),  # calls of the recorded trace replayed: all of it
+    "faults": (10, 3),  # conversations in flight through each fault (PostgreSQL's at least 5)
 }
 
 SETTINGS = [
@@ -124,6 +125,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "preview": ("sc_preview", {}),
     "workspace_saves": ("sc_workspace_saves", {}),
     "attention": ("sc_attention", {}),  # rules, grants, pre-screen over bench/attention_trace.jsonl
+    "faults": ("sc_faults", {}),  # every fault of tests/faults/, with more conversations
 }
 
 
