@@ -35,7 +35,7 @@ lint: $(STAMP)
 
 # Tests run in parallel processes (pytest-xdist), each with its own Temporal dev server; a process
 # takes a whole module at a time (its module fixtures start once), the longest first (tests/support/run_order.py).
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 6
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Lint runs beside the tests: mypy's one process fills the gaps the test processes leave (a test
