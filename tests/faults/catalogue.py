@@ -67,17 +67,21 @@ def every_fault(ground: Ground, conversations: int) -> dict[str, RunFault]:
     n, pg_n, disk_n = conversations, max(conversations, POSTGRES_ROLES), max(conversations, DISK_AND_S3_LEAST)
     partial = functools.partial
     faults: dict[str, RunFault] = {
-        "never_answers": partial(run_model_never_answers, client, root / "never", conversations=n),
-        "half_stream_close": partial(run_model_half_stream, client, root / "half_close", conversations=n, then="close"),
-        "half_stream_hang": partial(run_model_half_stream, client, root / "half_hang", conversations=n, then="hang"),
-        "rate_limited": partial(run_model_rate_limited, client, root / "limited", conversations=n),
-        "network_cut": partial(
+        "model_never_answers": partial(run_model_never_answers, client, root / "never", conversations=n),
+        "model_half_stream_close": partial(
+            run_model_half_stream, client, root / "half_close", conversations=n, then="close"
+        ),
+        "model_half_stream_hang": partial(
+            run_model_half_stream, client, root / "half_hang", conversations=n, then="hang"
+        ),
+        "model_rate_limited": partial(run_model_rate_limited, client, root / "limited", conversations=n),
+        "model_network_cut": partial(
             run_model_network, client, root / "net_cut", conversations=n, how="cut", when="mid_stream"
         ),
-        "network_stall": partial(
+        "model_network_stall": partial(
             run_model_network, client, root / "net_stall", conversations=n, how="stall", when="before_reply"
         ),
-        "network_cut_postgresql": lambda: run_model_network(
+        "model_network_cut_postgresql": lambda: run_model_network(
             client, root / "net_cut_pg", conversations=n, how="cut", when="mid_stream", database=pg.new_database()
         ),
         "postgres_restart_fast": partial(
