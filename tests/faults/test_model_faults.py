@@ -21,6 +21,7 @@ from tests.faults.model_faults import (
     run_model_rate_limited,
     run_model_refuses_every_attempt,
 )
+from tests.support.postgres import PostgresServer
 
 CONVERSATIONS = 2
 STREAM_BROKE_OFF = re.compile(r"LlmStreamCut: the model's stream broke off after \d+ chunks: .+")
@@ -115,3 +116,19 @@ async def test_a_429_waits_as_asked_and_one_that_never_ends_fails_the_turn_close
     assert status == 0 and f"Conversation {conversation_id}: failed" in printed, printed
     assert f"last error: {reason}" in printed, printed
     assert len(refused.errors) == 6 and set(refused.errors) == {f"LlmRateLimited: {said}"}, refused
+
+
+async def test_a_stream_cut_with_the_read_model_on_postgresql_is_restarted_and_recorded_once(
+    client: Client, tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """The network to the model cut while replies stream into a read model on PostgreSQL (its
+    deltas are written there, NOTIFY wakes the readers): the same outcome as on SQLite."""
+    cut = ModelFaultSight()
+    outcome = await run_model_network(
+        client, tmp_path / "cut", conversations=CONVERSATIONS, how="cut", when="mid_stream", fault_seconds=0.8,
+        database=postgres.new_database(), sight=cut,
+    )  # fmt: skip
+    outcome.assert_clean()
+    assert outcome.backend == "postgresql", outcome
+    assert any(STREAM_BROKE_OFF.fullmatch(error) for error in cut.errors), cut
+    restarted_visibly(cut, interrupted=1)
