@@ -47,8 +47,11 @@ test-suite: $(STAMP)
 	$(BIN)/pytest $(PYTEST_PARALLEL) --durations=15
 
 # The full sizes of the repeated-scale proofs (marker `scale`); `make test` runs them smaller.
+# Four processes: its proofs are few and long, and beside six the 200-turn conversation missed
+# its four minutes.
+SCALE_WORKERS ?= 4
 test-scale: $(STAMP)
-	$(BIN)/pytest $(PYTEST_PARALLEL) -m scale --durations=15
+	$(BIN)/pytest -n $(SCALE_WORKERS) --dist loadscope --no-loadscope-reorder -m scale --durations=15
 
 # A conversation against a real model server; the build is kept in the virtualenv (and pip's cache).
 test-real-model: $(STAMP)
