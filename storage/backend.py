@@ -17,6 +17,8 @@ from config.database_location import is_postgres, sqlite_path
 
 T = TypeVar("T")
 Component = Literal["projection", "ledger"]
+# How an error names each store to a person: what it is, and the variable that places it.
+STORE_NAMES: dict[str, str] = {"projection": "read model (APPROVALS_DB)", "ledger": "ledger (LEDGER_DB)"}
 Dialect = Literal["sqlite", "postgresql"]
 
 

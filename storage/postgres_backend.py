@@ -30,7 +30,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from config.database_location import database_wait_seconds
-from storage.backend import Component, Dialect, Done, Operation, StoreUnavailable, T
+from storage.backend import STORE_NAMES, Component, Dialect, Done, Operation, StoreUnavailable, T
 from storage.migrations import migrate
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,6 @@ CONNECT_TIMEOUT_SECONDS = 5
 # this it gives up, and the next operation that finds no connection asks for one at once. So a
 # server back after a long outage is used again at the next operation, not at the next back-off.
 RECONNECT_GIVE_UP_SECONDS = 2.0
-_NAMES = {"projection": "read model (APPROVALS_DB)", "ledger": "ledger (LEDGER_DB)"}
 Connection = psycopg.AsyncConnection[dict[str, Any]]
 
 
@@ -170,7 +169,7 @@ class PostgresBackend:
             why = f"no answer within {self._wait:g}s (DATABASE_WAIT_SECONDS)"
         else:
             why = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        return f"the {_NAMES[self._component]} at {_where(self.location)} is unreachable: {why}"
+        return f"the {STORE_NAMES[self._component]} at {_where(self.location)} is unreachable: {why}"
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         """write=False runs the statements in autocommit, each its own transaction: a read, or

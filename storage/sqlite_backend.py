@@ -7,7 +7,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from storage.backend import Component, Done, Operation, StoreFull, T
+from storage.backend import STORE_NAMES, Component, Done, Operation, StoreFull, T
 from storage.db import SqliteTx, Writer, connect_reader, drive
 from storage.sqlite_wakeup import WalWatch
 
@@ -88,9 +88,6 @@ class SqliteBackend:
         self._at_once.close()
 
 
-_NAMES = {"projection": "read model (APPROVALS_DB)", "ledger": "ledger (LEDGER_DB)"}
-
-
 def no_room(err: sqlite3.OperationalError, component: Component, path: Path) -> StoreFull | None:
     """The file could not be written for want of room: SQLite says "full" for a disk with no space
     left, and "disk I/O error" for a write the system refused otherwise (a file size limit, a quota).
@@ -102,4 +99,4 @@ def no_room(err: sqlite3.OperationalError, component: Component, path: Path) -> 
         why = f"its disk refused a write ({err}: full, over a size limit or failing)"
     else:
         return None
-    return StoreFull(f"the {_NAMES[component]} at {path} cannot be written: {why}")
+    return StoreFull(f"the {STORE_NAMES[component]} at {path} cannot be written: {why}")
