@@ -313,20 +313,18 @@ class ToolActivities:
             activity.logger.warning("not re-running %s: an earlier attempt started it", request.request_id)
             return unknown_outcome_result(request.tool_name, request.arguments)
         assert result is not None  # the claim is this attempt's: the tool ran or changed nothing
-
-        async def record() -> None:  # waits for the ledger (Ledger.finish): a retry returns what it kept
-            await self._ledger.finish(request.request_id, result)
-
         try:
             await beside.finish()  # "running" is written before the finished state can be
         except Exception:  # the read model out of reach: a retry must still find the tool's result
-            await record()
+            await self._ledger.finish(request.request_id, result)  # waits for the ledger itself
             raise
         TOOL_RUNS.labels(request.tool_name, _finished(result)).inc()
         # Both end before the activity does, even when the mark fails: the ledger's result is what a
         # retry returns, instead of reporting an outcome it would no longer know.
         for outcome in await asyncio.gather(
-            record(), self._mark(request.request_id, _finished(result)), return_exceptions=True
+            self._ledger.finish(request.request_id, result),
+            self._mark(request.request_id, _finished(result)),
+            return_exceptions=True,
         ):
             if isinstance(outcome, BaseException):
                 raise outcome
