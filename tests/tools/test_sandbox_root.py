@@ -27,6 +27,9 @@ from tests.support.processes import REPO_ROOT
 from tests.tools.test_sandbox import LAUNCHERS, shell
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+# The probes' own uid for the limit checks: RLIMIT_NPROC counts every process of a uid on the host,
+# so 2,000 processes started as nobody would leave no fork to other tests' tools running as nobody.
+PROBE_UID = 43219
 
 
 def expected_uid(policy: SandboxPolicy) -> int:
@@ -79,7 +82,7 @@ def test_the_host_sees_an_unprivileged_uid_with_no_capabilities(workspace: Path,
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_memory_processes_file_size_and_cpu_are_bounded(workspace: Path, launcher: str) -> None:
-    policy = SandboxPolicy(launcher=launcher)
+    policy = SandboxPolicy(launcher=launcher, uid=PROBE_UID, gid=PROBE_UID)
     check_limits(
         sandbox_probes.memory(workspace, policy),
         sandbox_probes.processes(workspace, policy),
@@ -95,7 +98,7 @@ def test_a_root_worker_that_cannot_build_the_view_as_root_drops_first(
     """As in a container without CAP_SYS_ADMIN: setpriv goes in front of the launcher, which then
     builds the view in a user namespace of the sandbox uid, as for any user."""
     monkeypatch.setattr(sandbox, "ROOT_MODES", ("dropped",))
-    policy = SandboxPolicy(launcher=launcher)
+    policy = SandboxPolicy(launcher=launcher, uid=PROBE_UID, gid=PROBE_UID)
     with tempfile.TemporaryDirectory(prefix="sandbox-dropped-") as top:
         Path(top).chmod(0o755)  # dropping first, the sandbox uid must reach the workspace itself
         workspace = Path(top) / "workspace"
@@ -109,7 +112,7 @@ def test_a_root_worker_that_cannot_build_the_view_as_root_drops_first(
             sandbox_probes.cpu(workspace, policy),
         )
     if worker_is_root():
-        assert "running as root: tools run as uid 65534 gid 65534 in a user namespace" in describe(policy)
+        assert f"running as root: tools run as uid {PROBE_UID} gid {PROBE_UID} in a user namespace" in describe(policy)
 
 
 def test_a_root_sandbox_uid_or_a_process_still_root_is_refused(workspace: Path) -> None:
@@ -176,21 +179,21 @@ def test_a_bad_limit_or_a_root_uid_is_refused_at_start(tmp_path: Path, setting: 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_an_unprivileged_worker_gets_the_same_sandbox(launcher: str) -> None:
-    """The probes again, in a worker that is not root: the system's Python as uid 65534."""
+    """The probes again, in a worker that is not root: the system's Python as an unprivileged uid."""
     if not worker_is_root():
         pytest.fail("run as root: this test starts the unprivileged worker itself")
     assert shutil.which("setpriv") and Path(SYSTEM_PYTHON).exists(), "util-linux setpriv and python3 are needed"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
-    argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    argv = ["setpriv", f"--reuid={PROBE_UID}", f"--regid={PROBE_UID}", "--clear-groups", "--"]
     argv += [SYSTEM_PYTHON, "-m", "tests.support.sandbox_probes", launcher]
     done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     seen = report["results"]
 
-    assert report["euid"] == NOBODY
+    assert report["euid"] == PROBE_UID
     check_kernel_setting(seen["kernel_setting_write"])
-    check_identity(seen["host_identity"], NOBODY)
+    check_identity(seen["host_identity"], PROBE_UID)
     check_limits(seen["memory"], seen["processes"], seen["file_size"], seen["cpu"])
 
 
