@@ -194,32 +194,50 @@ def _recovery(s: dict[str, Any]) -> list[str]:
     head = ["backend", "approvals", "new workers ready s", "all decisions sent s", "every turn complete s",
             "approvals/s", "tools run", "model requests / assistant messages"]  # fmt: skip
     floor = s.get("floor")
-    if floor is not None:
-        rows.append(["floor (a signal, one activity)", f"{floor['workflows']:,}", floor["workers_start_seconds"],
-                     floor["seconds_to_send_all_signals"], floor["seconds_until_every_one_ran"],
-                     floor["approvals_per_second"], "", ""])  # fmt: skip
+    for name, key in (("floor (a signal, one activity)", "floor"),
+                      ("turn floor (a signal, the same activity, one model call)", "floor_turn")):  # fmt: skip
+        if (drain := s.get(key)) is not None:
+            rows.append([name, f"{drain['workflows']:,}", drain["workers_start_seconds"],
+                         drain["seconds_to_send_all_signals"], drain["seconds_until_every_one_ran"],
+                         drain["approvals_per_second"], f"{drain['tools_run']:,}" if "tools_run" in drain else "",
+                         f"{drain['model_requests']:,}" if "model_requests" in drain else ""])  # fmt: skip
     out += _table(head, rows)
     if "ratio_to_floor" in s:
         ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_floor"].items())
         out += [f"Drain rate over the floor's (ratio_to_floor): {ratios}.", ""]
+    if "ratio_to_turn_floor" in s:
+        ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_turn_floor"].items())
+        out += [
+            "The turn floor does the work a turn of ours does after its decision (the same tool activity, then"
+            " one request for the scripted model's answer to its result) without our bookkeeping; drain rate"
+            f" over the turn floor's (ratio_to_turn_floor): {ratios}.",
+            "",
+        ]
     if "task_ratio_to_floor" in s and floor is not None:
         ours = ", ".join(f"{backend} {r['tasks_per_approval']}" for backend, r in backends.items())
         best = ", ".join(f"{backend} {ratio}" for backend, ratio in s["task_ratio_to_floor"].items())
         out += [
             f"Temporal tasks (workflow tasks plus activities) from the decision to the end of the turn: {ours};"
-            f" the floor {floor['tasks_per_approval']}. At the floor's cost per task the drain ratio would be the"
-            f" task ratio (task_ratio_to_floor): {best}.",
+            f" the floor {floor['tasks_per_approval']}{_turn_floor_tasks(s)}. At the floor's cost per task the drain"
+            f" ratio would be the task ratio (task_ratio_to_floor): {best}.",
             "",
         ]
     if "cpu_ratio_to_floor" in s and floor is not None:
-        out += _recovery_cpu(backends, floor, s["cpu_ratio_to_floor"])
+        out += _recovery_cpu({**backends, **_floors(s)}, s["cpu_ratio_to_floor"])
     return out
 
 
-def _recovery_cpu(backends: dict[str, Any], floor: dict[str, Any], cpu_ratio: dict[str, float]) -> list[str]:
+def _floors(s: dict[str, Any]) -> dict[str, Any]:
+    return {name: s[key] for name, key in (("floor", "floor"), ("turn floor", "floor_turn")) if key in s}
+
+
+def _turn_floor_tasks(s: dict[str, Any]) -> str:
+    return f", the turn floor {s['floor_turn']['tasks_per_approval']}" if "floor_turn" in s else ""
+
+
+def _recovery_cpu(drains: dict[str, Any], cpu_ratio: dict[str, float]) -> list[str]:
     """Where each drain's CPU went: the drain fills the machine's cores, so CPU per approval bounds it."""
     parts = ["temporal", "postgresql", "workers", "bench", "total"]
-    drains = {**backends, "floor": floor}
     rows = [
         [name, *(r["cpu_ms_per_approval"].get(part, 0.0) for part in parts), r["share_timed_out_on_the_killed_worker"]]
         for name, r in drains.items()

@@ -1,12 +1,14 @@
 """Scenario 3: SIGKILL the worker with 1,000 approvals waiting, start two new ones, approve them all.
 
-Once with the projection and ledger on SQLite, once on PostgreSQL; then the floor's drain (the same
-number of bare workflows waiting on a signal, each running one activity once signalled, with the
-same number of new workers), so recovery is also a ratio: our drain rate over the floor's. The SQLite run reuses the
+Once with the projection and ledger on SQLite, once on PostgreSQL; then two floors' drains (as many
+bare workflows waiting on a signal, with the same number of new workers): the floor runs one
+activity once signalled, the turn floor that activity and then one model call with its result, the
+work a turn of ours does after its decision without our bookkeeping. So recovery is also a ratio:
+our drain rate over each floor's. The SQLite run reuses the
 conversations the parked scenario left waiting (their last worker was SIGKILLed), or parks its own.
 Correctness is proven by counts outside the workflow: lines the approved shell command appended (one
 per conversation), the scripted model's request log (two per conversation: the tool call and the
-answer), and the execution ledger.
+answer; one per turn floor workflow), and the execution ledger.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from temporalio.api.enums.v1 import EventType
 from bench import phases, script
 from bench.cpu_use import cpu_seconds, ms_per_approval
 from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
-from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW
+from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW, TURN_FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
 from bench.stats import median
@@ -30,6 +32,10 @@ from storage.store import ProjectionStore
 BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
 SAMPLED = 20  # histories read to count the Temporal tasks one approval costs
+# The floors drained, by their key under `recovery`: the workflow type, and whether each of its
+# workflows asks the model once after its tool. The smoke test drains the first alone (a drain waits
+# out the killed worker's sticky queue, 10 s).
+FLOORS: dict[str, tuple[str, bool]] = {"floor": (FLOOR_WORKFLOW, False), "floor_turn": (TURN_FLOOR_WORKFLOW, True)}
 _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
 _TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
@@ -61,10 +67,15 @@ async def _progress(db: Any, count: int, stop: asyncio.Event, label: str) -> Non
 
 
 async def run(bench: Bench, count: int) -> dict[str, Any]:
-    """The same recovery with the projection and ledger on SQLite, then on PostgreSQL, then the floor's."""
+    """The same recovery with the projection and ledger on SQLite, then on PostgreSQL, then the floors'."""
     backends = {backend: await recover(bench, count, backend) for backend in BACKENDS}
-    floor = await floor_drain(bench, count)
-    ratio = {b: round(r["approvals_per_second"] / floor["approvals_per_second"], 2) for b, r in backends.items()}
+    floors = {key: await floor_drain(bench, count, key) for key in FLOORS}
+    floor = floors["floor"]
+
+    def rate_ratio(over: dict[str, Any]) -> dict[str, float]:
+        return {b: round(r["approvals_per_second"] / over["approvals_per_second"], 2) for b, r in backends.items()}
+
+    ratio = rate_ratio(floor)
     # The drain is bound by Temporal tasks: at the floor's cost per task, the best ratio is the task ratio.
     task_ratio = {
         b: round(floor["tasks_per_approval"] / max(r["tasks_per_approval"], 1), 2) for b, r in backends.items()
@@ -75,15 +86,11 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         for b, r in backends.items()
     }
     say(f"recovery: drain rate / the floor's: {ratio}; tasks: {task_ratio}; CPU: {cpu_ratio}")
-    return {
-        "approvals": count,
-        "workers": WORKERS,
-        "backends": backends,
-        "floor": floor,
-        "ratio_to_floor": ratio,
-        "task_ratio_to_floor": task_ratio,
-        "cpu_ratio_to_floor": cpu_ratio,
-    }
+    result = {"approvals": count, "workers": WORKERS, "backends": backends, **floors, "ratio_to_floor": ratio}
+    if "floor_turn" in floors:
+        result["ratio_to_turn_floor"] = rate_ratio(floors["floor_turn"])
+        say(f"recovery: drain rate / the turn floor's: {result['ratio_to_turn_floor']}")
+    return {**result, "task_ratio_to_floor": task_ratio, "cpu_ratio_to_floor": cpu_ratio}
 
 
 async def _waiting(bench: Bench, fid: str, timeout: float = 600.0) -> None:
@@ -97,17 +104,18 @@ async def _waiting(bench: Bench, fid: str, timeout: float = 600.0) -> None:
         await asyncio.sleep(0.5)
 
 
-async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
-    """The floor's drain: as many bare workflows waiting on a signal, their worker SIGKILLed, the same
-    number of new workers, every signal sent the same way; each workflow then runs its one activity."""
-    settings = bench.settings("recovery-floor")
-    ids = new_ids("rec-floor", count)
+async def floor_drain(bench: Bench, count: int, key: str = "floor") -> dict[str, Any]:
+    """A floor's drain (FLOORS[key]): as many bare workflows waiting on a signal, their worker
+    SIGKILLed, the same number of new workers, every signal sent the same way; each workflow then
+    runs its tool activity (and the turn floor's its model call)."""
+    workflow, asks_model = FLOORS[key]
+    label = f"recovery ({key})"
+    settings = bench.settings(f"recovery-{key}")
+    ids = new_ids(f"rec-{key}", count)
     bench.start_worker(settings, "floor", DEFAULT_CACHE)
 
     async def start(fid: str) -> None:
-        await bench.client.start_workflow(
-            FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=settings.task_queue
-        )
+        await bench.client.start_workflow(workflow, script.shell_command(fid), id=fid, task_queue=settings.task_queue)
 
     await bounded(ids, start, 50)
     await bounded(ids, lambda fid: _waiting(bench, fid), 50)
@@ -123,9 +131,11 @@ async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
     cpu = ms_per_approval(cpu_before, cpu_seconds(bench), count)
     bench.stop_workers()
     tasks = await after_the_decision(bench, ids, FLOOR_SIGNAL)
-    ran = ran_counts(settings)
-    bench.check("recovery (floor): every tool ran exactly once", count, sum(1 for fid in ids if ran.get(fid) == 1))
-    say(f"recovery (floor): {count} signals drained in {total:.1f}s ({count / total:.1f}/s)")
+    ran, asked = ran_counts(settings), script.requests_per_tag(bench.model)
+    bench.check(f"{label}: every tool ran exactly once", count, sum(1 for fid in ids if ran.get(fid) == 1))
+    if asks_model:
+        bench.check(f"{label}: model asked exactly once per workflow", count, sum(asked[fid] == 1 for fid in ids))
+    say(f"{label}: {count} signals drained in {total:.1f}s ({count / total:.1f}/s)")
     return {
         "workflows": count,
         "workers": WORKERS,
@@ -133,6 +143,8 @@ async def floor_drain(bench: Bench, count: int) -> dict[str, Any]:
         "seconds_to_send_all_signals": round(sent_seconds, 1),
         "seconds_until_every_one_ran": round(total, 1),
         "approvals_per_second": round(count / total, 1),
+        "tools_run": sum(ran.get(fid, 0) for fid in ids),
+        "model_requests": sum(asked[fid] for fid in ids),
         **tasks,
         "cpu_ms_per_approval": cpu,
     }

@@ -1,5 +1,6 @@
-"""A worker subprocess for the bench: ours (worker.build_worker), the floor, or the callers of an
-approval request (the floor's activity and bench/request_callers.py), with a chosen cache.
+"""A worker subprocess for the bench: ours (worker.build_worker), the floors (the approval's and the
+turn's), or the callers of an approval request (the floor's activity and bench/request_callers.py),
+with a chosen cache.
 
 Run as `python -m bench.worker_main --kind ours --cache 1000`; settings come from the contract's
 environment variables, like `python worker.py`. It prints "ready" once it polls.
@@ -10,11 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from temporalio.worker import Worker
 
+from activities.llm import ModelEndpoint
 from activities.process_watch import watch_children_by_pidfd
-from bench.floor import BareRequestWorkflow, FloorActivities, FloorWorkflow
+from bench.floor import BareRequestWorkflow, FloorActivities, FloorModel, FloorWorkflow, TurnFloorWorkflow
 from bench.request_callers import RequestCaller
 from config.settings import Settings
 from config.telemetry import setup_tracing
@@ -36,17 +40,31 @@ async def main(kind: str, cache: int) -> None:
         settings.workspace_dir.mkdir(parents=True, exist_ok=True)
         # The same sandbox as ours: the floor's tool runs the way the approved tool of ours runs.
         floor = FloorActivities(settings.workspace_dir, settings.sandbox_policy())
+        activities: list[Callable[..., Any]] = [floor.run_tool]
+        if kind == "floor":  # the turn floor's model call goes where ours goes, as ours makes it
+            activities.append(FloorModel(_model_endpoint(settings)).answer)
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[FloorWorkflow, BareRequestWorkflow] if kind == "floor" else [RequestCaller],
-            activities=[floor.run_tool],
+            workflows=[FloorWorkflow, BareRequestWorkflow, TurnFloorWorkflow] if kind == "floor" else [RequestCaller],
+            activities=activities,
             max_cached_workflows=cache,
             workflow_runner=WORKFLOW_RUNNER,  # the sandbox ours runs in: the ratio is our bookkeeping
         )
     async with worker:
         print("ready", flush=True)
         await asyncio.Event().wait()
+
+
+def _model_endpoint(settings: Settings) -> ModelEndpoint:
+    return ModelEndpoint(
+        settings.openai_base_url,
+        settings.openai_api_key,
+        settings.llm_model,
+        timeout=settings.llm_timeout_seconds,
+        max_tokens=settings.llm_max_tokens,
+        stream=settings.llm_stream,
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
     monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)
     # One backend here: the drain is the same code on both, and `make bench` runs PostgreSQL's.
     monkeypatch.setattr(sc_recovery, "BACKENDS", ("sqlite",))
+    # One floor too: each drain waits out the killed worker's sticky queue; `make bench` drains the turn floor.
+    monkeypatch.setattr(sc_recovery, "FLOORS", {"floor": sc_recovery.FLOORS["floor"]})
     server = bench_server(tmp_path / "temporal.log").start()
     model = start_model()
     bench = Bench(
