@@ -39,6 +39,9 @@ class ClaimedDecision:
 
     conversation_id: str
     decision: DecisionInput
+    # One approval of a request that needs several people: it holds no claim on the request, only
+    # this person's approval (ui_partial_approvals), which is what undoing it takes back.
+    partial: bool = False
 
 
 class DecisionRefused(Exception):

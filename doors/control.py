@@ -208,7 +208,7 @@ async def _claim_and_send(client: Client, decision: DecisionInput, store: Projec
     try:
         await deliver_decision(handle, decision)
     except (RPCError, DecisionRefused):
-        await store.release_claim(decision.request_id)
+        await store.release(claimed)
         raise
     return claimed.conversation_id
 

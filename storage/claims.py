@@ -16,6 +16,7 @@ from core.conversation_model import DecisionInput
 from core.refusals import (
     ClaimedDecision,
     DecisionRefused,
+    Refusal,
     RequestFacts,
     already_approved,
     approvals_missing,
@@ -50,8 +51,8 @@ async def claim_decision(tx: Tx, decision: DecisionInput) -> ClaimedDecision:
     """Judge the decision by the read model's row (core/refusals.py, the rule the workflow applies
     too) and claim the request atomically, or refuse."""
     facts = await _judged(tx, decision)
-    if await _one_of_several(tx, decision, facts.required):
-        return ClaimedDecision(facts.conversation_id, decision)
+    if await _one_of_several(tx, decision, facts):
+        return ClaimedDecision(facts.conversation_id, decision, partial=True)
     return await _claim(tx, decision, facts.conversation_id)
 
 
@@ -73,8 +74,23 @@ async def _judged(tx: Tx, decision: DecisionInput) -> RequestFacts:
     facts = None if row is None else facts_from_row(row)
     refused = decision_refusal(facts, decision)
     if facts is None or refused is not None:
-        raise DecisionRefused(*(refused or unknown(decision.request_id)))
+        raise DecisionRefused(*(refused or unknown(decision.request_id)), _approval_again(facts, decision, refused))
     return facts
+
+
+def _approval_again(
+    facts: RequestFacts | None, decision: DecisionInput, refused: Refusal | None
+) -> ClaimedDecision | None:
+    """A person's approval of a request that needs several, refused because the doors recorded it
+    already: it may never have reached the workflow (its sender lost the database's answer, or died
+    before sending it), so it is carried with the refusal to be sent again (the workflow applies a
+    person's approval once), and its own sender's second try knows it for its own."""
+    if facts is None or refused is None or facts.required <= 1:
+        return None
+    missing = approvals_missing(facts.required, len(facts.approved_by))
+    if refused != already_approved(decision.principal, decision.request_id, missing):
+        return None
+    return ClaimedDecision(facts.conversation_id, decision, partial=True)
 
 
 # The claim and the whole decision (principal, groups, hash, door, for a re-delivery if its sender
@@ -132,10 +148,11 @@ async def _claim(tx: Tx, decision: DecisionInput, conversation_id: str) -> Claim
     )
 
 
-async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> bool:
+async def _one_of_several(tx: Tx, decision: DecisionInput, facts: RequestFacts) -> bool:
     """An approval of a request that needs several people: record this person's approval (once) and
     say whether it still waits for others (then it is sent without claiming the request; the last
     approval, or any deny, claims it as usual)."""
+    required = facts.required
     if decision.decision == "deny" or required <= 1:
         return False
     if await tx.fetchone("SELECT 1 AS taken FROM ui_decision_claims WHERE request_id = ?", (decision.request_id,)):
@@ -148,9 +165,14 @@ async def _one_of_several(tx: Tx, decision: DecisionInput, required: int) -> boo
         "SELECT COUNT(*) AS approvals FROM ui_partial_approvals WHERE request_id = ?", (decision.request_id,)
     )
     approvals = int(count["approvals"]) if count is not None else 0
-    if not added:  # approved by the same person in a concurrent claim: refused as the rule says
+    if not added:
+        # Recorded here, but not yet in the workflow (the read model's approved_by would have refused
+        # it first): a concurrent approval by the same person, or one whose sender lost its answer or
+        # could not deliver it. Refused as the rule says, and carried, so it is sent again (the
+        # workflow applies a person's approval once) and its own sender knows it for its own.
         missing = approvals_missing(required, approvals)
-        raise DecisionRefused(*already_approved(decision.principal, decision.request_id, missing))
+        mine = ClaimedDecision(facts.conversation_id, decision, partial=True)
+        raise DecisionRefused(*already_approved(decision.principal, decision.request_id, missing), mine)
     return approvals_missing(required, approvals) > 0
 
 
@@ -164,3 +186,9 @@ async def release_claim(tx: Tx, request_id: str) -> None:
     """Undo a claim whose decision could not be delivered, so the person can try again."""
     await tx.send("DELETE FROM ui_decision_claims WHERE request_id = ?", (request_id,))
     await tx.send("DELETE FROM ui_claimed_decisions WHERE request_id = ?", (request_id,))
+
+
+async def release_partial_approval(tx: Tx, request_id: str, principal: str | None) -> None:
+    """Undo one person's approval of a request that needs several, which could not be delivered: it
+    took no claim, and the request's claim (another person's, perhaps) stays."""
+    await tx.send("DELETE FROM ui_partial_approvals WHERE request_id = ? AND principal = ?", (request_id, principal))

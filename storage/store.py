@@ -195,6 +195,17 @@ class ProjectionStore:
     async def release_claim(self, request_id: str) -> None:
         await self.backend.run(lambda tx: claims.release_claim(tx, request_id))
 
+    async def release(self, claimed: ClaimedDecision) -> None:
+        """Undo what a claim took for a decision that could not be delivered: the request's claim, or
+        for one approval of several, that person's approval alone."""
+        decision = claimed.decision
+        if claimed.partial:
+            await self.backend.run(
+                lambda tx: claims.release_partial_approval(tx, decision.request_id, decision.principal)
+            )
+        else:
+            await self.release_claim(decision.request_id)
+
     # One-time decision links: each use recorded once by its token id (storage/decision_links.py).
     async def record_link_use(self, token_id: str, request_id: str, person: str, decision: str) -> bool:
         """Whether this is the link's first use (False: used already, refuse it)."""

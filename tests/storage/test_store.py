@@ -17,8 +17,9 @@ from core.projection_model import (
     ConversationProjection,
     ProjectionEvent,
 )
-from core.refusals import DecisionRefused
+from core.refusals import ClaimedDecision, DecisionRefused
 from core.tool_run_model import ToolResult
+from storage.backend import StoreUnavailable
 from storage.migrations import latest_version
 from storage.reader import BadCursor
 from storage.store import ProjectionStore
@@ -129,6 +130,59 @@ async def test_unknown_and_resolved_requests_are_refused_and_a_released_claim_ca
     await store.project_approval_resolved(resolved)
     with pytest.raises(DecisionRefused, match="already resolved: deny by bob"):
         await store.claim_decision(DecisionInput(request_id="perm_c_call_1", decision="allow"))
+    await store.close()
+
+
+def approval_of(person: str) -> DecisionInput:
+    return DecisionInput(request_id="perm_c_call_1", decision="allow", decided_by=person, principal=person)
+
+
+async def two_person_request(store: ProjectionStore) -> None:
+    await store.project_approval_requested(
+        asked().model_copy(update={"approval": record().model_copy(update={"required": 2})})
+    )
+
+
+async def test_an_approval_of_several_that_could_not_be_delivered_is_released_alone(database: Db) -> None:
+    """One person's approval of a two-person request holds no claim; undoing it (its signal could not
+    be sent) takes back that approval only, so the person can approve again, and leaves the claim
+    the last approver's decision made."""
+    store = ProjectionStore(database)
+    await two_person_request(store)
+    ann = await store.claim_decision(approval_of("ann"))
+    assert ann.partial
+    await store.release(ann)
+    again = await store.claim_decision(approval_of("ann"))  # before, refused: "ann already approved"
+    assert again.partial
+    bob = await store.claim_decision(approval_of("bob"))
+    assert not bob.partial
+    await store.release(again)
+    assert [r["principal"] for r in rows(database, "SELECT principal FROM ui_partial_approvals")] == ["bob"]
+    assert [r["decided_by"] for r in rows(database, "SELECT decided_by FROM ui_decision_claims")] == ["bob"]
+    await store.close()
+
+
+async def test_an_approval_of_several_whose_answer_was_lost_is_known_for_its_own(
+    database: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The approval is recorded, and the answer is lost with the connection: the store's second try
+    finds this person's approval and takes it for its own, to be delivered. A second approval by the
+    same person, apart, is refused, carrying the first to send again (the workflow applies it once)."""
+    store = ProjectionStore(database)
+    await two_person_request(store)
+    real = store._claim_decision
+
+    async def answer_lost(decision: DecisionInput) -> ClaimedDecision:
+        monkeypatch.setattr(store, "_claim_decision", real)
+        await real(decision)
+        raise StoreUnavailable("the read model at test is unreachable: connection lost")
+
+    monkeypatch.setattr(store, "_claim_decision", answer_lost)
+    claimed = await store.claim_decision(approval_of("ann"))  # before, refused: "ann already approved"
+    assert claimed == ClaimedDecision("c", approval_of("ann"), partial=True)
+    with pytest.raises(DecisionRefused, match="ann already approved perm_c_call_1; it needs 1 more") as repeated:
+        await store.claim_decision(approval_of("ann"))
+    assert repeated.value.earlier == claimed
     await store.close()
 
 
