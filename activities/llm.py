@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import openai
     from openai.types.chat import ChatCompletion
 
+    from config.settings import Settings
+
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_TOKENS = 4096
 log = logging.getLogger(__name__)
@@ -114,6 +116,19 @@ class ModelEndpoint:
         self._model, self._max_tokens = model, max_tokens
         self._limit_field = "max_tokens"
         self.streaming = stream
+
+    @classmethod
+    def of(cls, settings: Settings, stream: bool | None = None) -> ModelEndpoint:
+        """The endpoint the settings name (OPENAI_BASE_URL, LLM_MODEL and their limits); `stream`
+        overrides LLM_STREAM."""
+        return cls(
+            settings.openai_base_url,
+            settings.openai_api_key,
+            settings.llm_model,
+            timeout=settings.llm_timeout_seconds,
+            max_tokens=settings.llm_max_tokens,
+            stream=settings.llm_stream if stream is None else stream,
+        )
 
     @property
     def _client(self) -> openai.AsyncOpenAI:

@@ -42,7 +42,7 @@ async def main(kind: str, cache: int) -> None:
         floor = FloorActivities(settings.workspace_dir, settings.sandbox_policy())
         activities: list[Callable[..., Any]] = [floor.run_tool]
         if kind == "floor":  # the turn floor's model call goes where ours goes, as ours makes it
-            activities.append(FloorModel(_model_endpoint(settings)).answer)
+            activities.append(FloorModel(ModelEndpoint.of(settings)).answer)
         worker = Worker(
             client,
             task_queue=settings.task_queue,
@@ -54,17 +54,6 @@ async def main(kind: str, cache: int) -> None:
     async with worker:
         print("ready", flush=True)
         await asyncio.Event().wait()
-
-
-def _model_endpoint(settings: Settings) -> ModelEndpoint:
-    return ModelEndpoint(
-        settings.openai_base_url,
-        settings.openai_api_key,
-        settings.llm_model,
-        timeout=settings.llm_timeout_seconds,
-        max_tokens=settings.llm_max_tokens,
-        stream=settings.llm_stream,
-    )
 
 
 if __name__ == "__main__":

@@ -44,14 +44,7 @@ async def doctor(args: argparse.Namespace, session: Session) -> int:
     logging.getLogger("activities.llm").setLevel(logging.ERROR)  # what it learns is printed below
 
     def endpoint(stream: bool) -> ModelEndpoint:
-        return ModelEndpoint(
-            settings.openai_base_url,
-            settings.openai_api_key,
-            settings.llm_model,
-            timeout=settings.llm_timeout_seconds,
-            max_tokens=settings.llm_max_tokens,
-            stream=stream,
-        )
+        return ModelEndpoint.of(settings, stream)
 
     print(f"model endpoint {settings.openai_base_url}, model {settings.llm_model}")
     whole, streaming = endpoint(stream=False), endpoint(stream=True)
