@@ -32,6 +32,7 @@ FLOOR_WORKFLOW = "BenchFloorWorkflow"
 FLOOR_ACTIVITY = "bench_floor_tool"
 FLOOR_SIGNAL = "approve"
 FLOOR_UPDATE = "approve_now"  # the same, by update: what the doors use for ours
+FLOOR_QUERY = "waiting"  # as get_state is ours: a new worker replays the workflow to answer it
 BARE_REQUEST_WORKFLOW = "BenchBareRequest"
 TURN_FLOOR_WORKFLOW = "BenchTurnFloorWorkflow"
 TURN_FLOOR_MODEL_ACTIVITY = "bench_floor_answer"
@@ -73,6 +74,10 @@ class FloorWorkflow:
     @workflow.update(name=FLOOR_UPDATE)
     def approve_now(self) -> None:
         self._approved = True
+
+    @workflow.query(name=FLOOR_QUERY)
+    def waiting(self) -> bool:
+        return not self._approved
 
 
 @workflow.defn(name=BARE_REQUEST_WORKFLOW)

@@ -171,16 +171,50 @@ def _parked(s: dict[str, Any]) -> list[str]:
 def _parked_10k(s: dict[str, Any]) -> list[str]:
     out = [f"## 2b. {s['conversations']:,} conversations waiting on one worker, and a SIGKILL", ""]
     parked, default, small = s["parked_default_cache"], s["after_sigkill_default_cache"], s["after_sigkill_small_cache"]
+    floor = s.get("floor")  # absent from runs before the floor
+    parking = [("", parked)] + ([("floor (bare workflows on a signal): ", floor["parked"])] if floor else [])
+    queried = [("", default), ("", small)] + ([("floor: ", floor["after_sigkill_default_cache"])] if floor else [])
     rows = [
-        [f"parking all (cache {parked['max_cached_workflows']})", parked["rss_idle_mib"], parked["rss_parked_mib"],
-         parked["seconds_to_park_all"], ""],
-        *([f"after SIGKILL, a new worker (cache {r['max_cached_workflows']}) queries all", r["rss_idle_mib"],
+        *([f"{who}parking all (cache {r['max_cached_workflows']})", r["rss_idle_mib"], r["rss_parked_mib"],
+           r["seconds_to_park_all"], ""] for who, r in parking),
+        *([f"{who}after SIGKILL, a new worker (cache {r['max_cached_workflows']}) queries all", r["rss_idle_mib"],
            r["rss_after_queries_mib"], r["seconds_until_every_one_answers"], f"{r['survivors']:,}"]
-          for r in (default, small)),
+          for who, r in queried),
     ]  # fmt: skip
     out += _table(["phase", "idle RSS MiB", "RSS at the end MiB", "seconds", "still waiting"], rows)
     out.append(f"All {s['conversations']:,} survive: {'yes' if s['all_survive'] else '**no**'}.")
+    if floor is not None:
+        out += _parked_10k_against_floor(s, floor)
     return [*out, ""]
+
+
+def _parked_10k_against_floor(s: dict[str, Any], floor: dict[str, Any]) -> list[str]:
+    """The ratios to the floor, and the CPU and the Temporal work behind them."""
+    ratio, parked, default = s["ratio_to_floor"], s["parked_default_cache"], s["after_sigkill_default_cache"]
+
+    def cpu(part: str, ours: dict[str, Any], theirs: dict[str, Any]) -> str:
+        return f"{ours[f'{part}_cpu_ms_per_conversation']} ms (floor {theirs[f'{part}_cpu_ms_per_conversation']})"
+
+    def tasks(t: dict[str, Any]) -> str:
+        def one(kind: str) -> str:
+            names = ", ".join(name if n == 1 else f"{name} x{n:g}" for name, n in t["by_name"].get(kind, {}).items())
+            return f"{t[kind]:g} {kind.replace('_', ' ')}" + (f" ({names})" if names else "")
+
+        return ", ".join(one(kind) for kind in t if kind not in ("histories", "by_name"))
+
+    fp, fq = floor["parked"], floor["after_sigkill_default_cache"]
+    return [
+        f"All the floor's {floor['workflows']:,} survive: {'yes' if s['floor_all_survive'] else '**no**'}. Ours over"
+        f" the floor's (ratio_to_floor): parking all **{ratio['seconds_to_park']}**, every one answering after the"
+        f" SIGKILL (default cache) **{ratio['seconds_until_every_one_answers']}**.",
+        "",
+        f"CPU per conversation while parking: worker {cpu('worker', parked, fp)}, dev server"
+        f" {cpu('server', parked, fp)}, bench process (starts, scripted model) {cpu('bench', parked, fp)}; answering"
+        f" after the SIGKILL: worker {cpu('worker', default, fq)}, dev server {cpu('server', default, fq)}.",
+        "",
+        f"What Temporal did to park one (medians of {floor['tasks_to_park']['histories']} histories): ours"
+        f" {tasks(parked['tasks_to_park'])}; the floor {tasks(floor['tasks_to_park'])}.",
+    ]
 
 
 def _recovery(s: dict[str, Any]) -> list[str]:
