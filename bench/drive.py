@@ -60,6 +60,30 @@ async def start_all(client: Client, settings: Settings, ids: list[str], concurre
     await bounded(ids, start, concurrency)
 
 
+async def start_floors(client: Client, workflow_type: str, ids: list[str], task_queue: str) -> None:
+    """Bare floor workflows (bench/floor.py), each to run its own id's shell command once signalled,
+    started as start_all starts ours."""
+
+    async def start(fid: str) -> None:
+        await client.start_workflow(workflow_type, script.shell_command(fid), id=fid, task_queue=task_queue)
+
+    await bounded(ids, start, 50)
+
+
+async def first_task_completed_at(client: Client, workflow_id: str, deadline: float, interval: float = 0.5) -> float:
+    """When (epoch seconds, server clock) the workflow's first task completed: from then a floor
+    workflow waits on its signal, as ours waits on a person. Reads its history until then, or
+    raises TimeoutError past `deadline` (time.monotonic())."""
+    handle = client.get_workflow_handle(workflow_id)
+    while True:
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                return float(event.event_time.ToMicroseconds() / 1e6)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{workflow_id} never waited for its signal")
+        await asyncio.sleep(interval)
+
+
 def _rows(db: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Rows of one read of the projection or ledger, on either backend (`?` placeholders); none
     before a worker has created the tables."""

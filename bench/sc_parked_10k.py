@@ -27,8 +27,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from bench import script
-from bench.drive import bounded, new_ids
+from bench.drive import bounded, first_task_completed_at, new_ids, start_floors
 from bench.floor import FLOOR_QUERY, FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import SMALL_CACHE, count_waiting, cpu_seconds, park, sample_rss
@@ -36,7 +35,6 @@ from bench.stats import mib
 
 PHASE_SECONDS = 3600.0
 QUERY_CONCURRENCY = 16  # queries in flight after a SIGKILL, ours and the floor's alike
-START_CONCURRENCY = 50  # as bench.drive.start_all starts ours
 POLLED = 100  # floor workflows watched while they park (every n-th started, and the last)
 POLL_SECONDS = 0.5
 SAMPLED = 20  # histories read to count the Temporal tasks it takes to park one
@@ -85,22 +83,8 @@ async def _queried_after_kill(
         "rss_after_queries_mib": mib(held),
         "seconds_until_every_one_answers": round(seconds, 1),
         "survivors": survivors,
-        "worker_cpu_ms_per_conversation": round(worker_cpu * 1000 / len(ids), 1),
-        "server_cpu_ms_per_conversation": round(server_cpu * 1000 / len(ids), 1),
+        **_cpu_per(len(ids), worker=worker_cpu, server=server_cpu),
     }
-
-
-async def _first_task_completed_at(bench: Bench, fid: str, deadline: float) -> float:
-    """When (server clock, epoch seconds) the workflow's first task completed: from then it waits on its
-    signal, as ours waits on a person. Polls its history until then."""
-    handle = bench.client.get_workflow_handle(fid)
-    while True:
-        async for event in handle.fetch_history_events():
-            if event.event_type == _COMPLETED:
-                return float(event.event_time.ToMicroseconds() / 1e6)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{fid} never waited for its signal")
-        await asyncio.sleep(POLL_SECONDS)
 
 
 async def _floor_park(bench: Bench, settings: Any, ids: list[str]) -> dict[str, Any]:
@@ -114,19 +98,13 @@ async def _floor_park(bench: Bench, settings: Any, ids: list[str]) -> dict[str, 
     cpu0, server_cpu0, bench_cpu0 = cpu_seconds(worker.proc.pid), cpu_seconds(server.pid), cpu_seconds(os.getpid())
     t0, wall0 = time.monotonic(), time.time()
     deadline = t0 + PHASE_SECONDS
-
-    async def start(fid: str) -> None:
-        await bench.client.start_workflow(
-            FLOOR_WORKFLOW, script.shell_command(fid), id=fid, task_queue=settings.task_queue
-        )
-
-    await bounded(ids, start, START_CONCURRENCY)
+    await start_floors(bench.client, FLOOR_WORKFLOW, ids, settings.task_queue)
     started = time.monotonic() - t0
     for fid in [*ids[:: max(1, len(ids) // POLLED)], ids[-1]]:  # in the order they were started
-        await _first_task_completed_at(bench, fid, deadline)
+        await first_task_completed_at(bench.client, fid, deadline, POLL_SECONDS)
     worker_cpu, server_cpu = cpu_seconds(worker.proc.pid) - cpu0, cpu_seconds(server.pid) - server_cpu0
     bench_cpu = cpu_seconds(os.getpid()) - bench_cpu0
-    done = await bounded(ids, lambda fid: _first_task_completed_at(bench, fid, deadline), QUERY_CONCURRENCY)
+    done = await bounded(ids, lambda fid: first_task_completed_at(bench.client, fid, deadline), QUERY_CONCURRENCY)
     park_seconds = max(done) - wall0
     held = await sample_rss(worker.proc.pid)
     say(f"parked_10k (floor): {len(ids)} waiting on their signal after {park_seconds:.1f}s, RSS {mib(held)} MiB")
@@ -137,16 +115,13 @@ async def _floor_park(bench: Bench, settings: Any, ids: list[str]) -> dict[str, 
         "per_workflow_kib": round((held - idle) / len(ids) / 1024, 1),
         "seconds_to_start_all": round(started, 1),
         "seconds_to_park_all": round(park_seconds, 1),
-        **_cpu_per(worker_cpu, server_cpu, bench_cpu, len(ids)),
+        **_cpu_per(len(ids), worker=worker_cpu, server=server_cpu, bench=bench_cpu),
     }
 
 
-def _cpu_per(worker: float, server: float, bench: float, count: int) -> dict[str, float]:
-    return {
-        "worker_cpu_ms_per_conversation": round(worker * 1000 / count, 1),
-        "server_cpu_ms_per_conversation": round(server * 1000 / count, 1),
-        "bench_cpu_ms_per_conversation": round(bench * 1000 / count, 1),
-    }
+def _cpu_per(count: int, **seconds: float) -> dict[str, float]:
+    """CPU seconds per process (worker, server, bench) as milliseconds per conversation."""
+    return {f"{process}_cpu_ms_per_conversation": round(used * 1000 / count, 1) for process, used in seconds.items()}
 
 
 def _what(event: HistoryEvent) -> tuple[str, str] | None:
@@ -212,7 +187,7 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     ids = new_ids("p10k", count)
     bench_cpu0 = cpu_seconds(os.getpid())  # the starts and the scripted model's replies
     parked = await park(bench, settings, ids, DEFAULT_CACHE, timeout=PHASE_SECONDS)
-    parked["bench_cpu_ms_per_conversation"] = round((cpu_seconds(os.getpid()) - bench_cpu0) * 1000 / count, 1)
+    parked |= _cpu_per(count, bench=cpu_seconds(os.getpid()) - bench_cpu0)
     default = await _queried_after_kill(bench, ids, settings, DEFAULT_CACHE)
     small = await _queried_after_kill(bench, ids, settings, SMALL_CACHE)
     bench.stop_workers()

@@ -21,7 +21,16 @@ from temporalio.api.enums.v1 import EventType
 
 from bench import phases, script
 from bench.cpu_use import cpu_seconds, ms_per_approval
-from bench.drive import approve, bounded, new_ids, pending_requests, scalar, wait_idle
+from bench.drive import (
+    approve,
+    bounded,
+    first_task_completed_at,
+    new_ids,
+    pending_requests,
+    scalar,
+    start_floors,
+    wait_idle,
+)
 from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW, TURN_FLOOR_WORKFLOW
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
 from bench.sc_parked import park
@@ -93,17 +102,6 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
     return {**result, "task_ratio_to_floor": task_ratio, "cpu_ratio_to_floor": cpu_ratio}
 
 
-async def _waiting(bench: Bench, fid: str, timeout: float = 600.0) -> None:
-    """Until the workflow's first task completed: it waits on its signal, as ours wait on a person."""
-    deadline = time.monotonic() + timeout
-    handle = bench.client.get_workflow_handle(fid)
-    done = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-    while not [e async for e in handle.fetch_history_events() if e.event_type == done]:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{fid} never waited for its signal")
-        await asyncio.sleep(0.5)
-
-
 async def floor_drain(bench: Bench, count: int, key: str = "floor") -> dict[str, Any]:
     """A floor's drain (FLOORS[key]): as many bare workflows waiting on a signal, their worker
     SIGKILLed, the same number of new workers, every signal sent the same way; each workflow then
@@ -113,12 +111,9 @@ async def floor_drain(bench: Bench, count: int, key: str = "floor") -> dict[str,
     settings = bench.settings(f"recovery-{key}")
     ids = new_ids(f"rec-{key}", count)
     bench.start_worker(settings, "floor", DEFAULT_CACHE)
-
-    async def start(fid: str) -> None:
-        await bench.client.start_workflow(workflow, script.shell_command(fid), id=fid, task_queue=settings.task_queue)
-
-    await bounded(ids, start, 50)
-    await bounded(ids, lambda fid: _waiting(bench, fid), 50)
+    await start_floors(bench.client, workflow, ids, settings.task_queue)
+    deadline = time.monotonic() + 600
+    await bounded(ids, lambda fid: first_task_completed_at(bench.client, fid, deadline), 50)
     bench.stop_workers()  # SIGKILL with every workflow waiting
     t_restart = time.monotonic()
     for _ in range(WORKERS):
