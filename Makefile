@@ -51,7 +51,7 @@ test-suite: $(STAMP)
 # its four minutes.
 SCALE_WORKERS ?= 4
 test-scale: $(STAMP)
-	$(BIN)/pytest -n $(SCALE_WORKERS) --dist loadscope --no-loadscope-reorder -m scale --durations=15
+	$(BIN)/pytest -n $(SCALE_WORKERS) --dist loadscope --no-loadscope-reorder -m 'scale or long' --durations=15
 
 # A conversation against a real model server; the build is kept in the virtualenv (and pip's cache).
 test-real-model: $(STAMP)

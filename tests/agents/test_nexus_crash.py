@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -18,6 +19,9 @@ from tests.agents.nexus_support import client_on, register_namespace
 from tests.support.caller_workflows import JobOutcome
 from tests.support.helpers import rows, wait_pending
 from tests.support.processes import WorkerProcess, process_env, run_cli
+
+# Two workers killed and restarted around a waiting request: in `make test-scale`.
+pytestmark = pytest.mark.long
 
 
 async def test_both_workers_killed_while_a_nexus_request_waits(

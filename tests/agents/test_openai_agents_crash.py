@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
@@ -22,6 +23,9 @@ from tests.agents.test_openai_agents_adapter import tool_outputs_seen, writes_th
 from tests.support.helpers import wait_pending
 from tests.support.processes import REPO_ROOT, WorkerProcess, process_env, run_cli
 from tests.support.scripts import ScriptedModel
+
+# Two workers killed and restarted around a waiting request: in `make test-scale`.
+pytestmark = pytest.mark.long
 
 
 @dataclass

@@ -12,12 +12,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
 from tests.agents.pydantic_ai_support import agents_client, asks_to_write, pending_cards, start_agent
 from tests.support.processes import REPO_ROOT, WorkerProcess, process_env, run_cli
 from tests.support.scripts import ScriptedModel
+
+# Two workers killed and restarted around a waiting request: in `make test-scale`.
+pytestmark = pytest.mark.long
 
 
 @dataclass

@@ -35,6 +35,9 @@ from tests.support.helpers import approval_row, wait_pending
 from tests.support.processes import REPO_ROOT, run_cli
 from worker import build_worker
 
+# The TypeScript example installed with npm and run by node beside a worker: in `make test-scale`.
+pytestmark = pytest.mark.long
+
 EXAMPLE = REPO_ROOT / "examples" / "typescript"
 STAMP = EXAMPLE / "node_modules" / ".installed-from"  # the lock file's hash; npm ci removes it with the rest
 QUIET = ("--no-audit", "--no-fund", "--loglevel=error")

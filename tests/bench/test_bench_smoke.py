@@ -16,6 +16,9 @@ from bench.harness import Bench, payload_dir
 from bench.script import start_model
 from config.settings import Settings
 
+# The bench's own proof (it runs the product whole, on both backends): in `make test-scale`.
+pytestmark = pytest.mark.long
+
 
 async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sc_parked, "SETTLE_SECONDS", 0.0)

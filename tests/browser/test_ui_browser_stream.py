@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.async_api import Browser, Page, expect
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -107,6 +108,7 @@ async def test_a_stream_cut_off_mid_reply_restarts_visibly_and_never_mixes_attem
     assert inbox.problems == []
 
 
+@pytest.mark.long
 async def test_a_worker_killed_mid_stream_restarts_the_reply_visibly(
     browser: Browser,
     env: WorkflowEnvironment,

@@ -82,6 +82,7 @@ async def test_large_payloads_go_to_the_bucket_and_replay_from_it(
         await replay_recorded(local_only, [cid], "s3-without-bucket")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     ("side", "held_write"),
     # The model's next input (the workflow's write) and run_shell's result (the activity's write).

@@ -69,8 +69,11 @@ async def test_a_reply_broken_off_is_retried_shown_restarted_and_recorded_once(c
     cut while that reply streams. `watch` shows each retry as a restarted reply, held once."""
     closed, silent, cut = ModelFaultSight(), ModelFaultSight(), ModelFaultSight()
     outcomes = await asyncio.gather(
+        # A closed stream needs no client timeout to end: a long one keeps a loaded machine's slow
+        # reply from adding a timeout to the errors this case must show.
         run_model_half_stream(
-            client, tmp_path / "close", conversations=CONVERSATIONS, then="close", when="asking", sight=closed
+            client, tmp_path / "close", conversations=CONVERSATIONS, then="close", when="asking",
+            timeout_seconds=10.0, sight=closed,
         ),
         run_model_half_stream(client, tmp_path / "hang", conversations=CONVERSATIONS, then="hang", sight=silent),
         run_model_network(

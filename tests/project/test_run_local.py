@@ -158,6 +158,7 @@ def runs() -> Iterator[list[LocalRun]]:
                 os.killpg(pid, signal.SIGKILL)
 
 
+@pytest.mark.long
 def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     tmp_path: Path, runs: list[LocalRun]
 ) -> None:
@@ -276,6 +277,7 @@ def listeners(port: int) -> list[int]:
     return sorted(owners)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("moment", ["temporal started", "ui started", "ui port open", "worker ready"])
 def test_ctrl_c_while_starting_leaves_no_child_running(tmp_path: Path, runs: list[LocalRun], moment: str) -> None:
     """Ctrl-C at any moment of the start-up: every child it started is gone and every port is free."""

@@ -26,6 +26,9 @@ from tests.support.processes import REPO_ROOT, WorkerProcess, process_env
 from tests.support.scripts import ScriptedModel
 from tests.tools.host_support import Hosts, by_the_word
 
+# A checkout of an earlier release, its worker and CLI, then this release's hosts: in `make test-scale`.
+pytestmark = pytest.mark.long
+
 # The last commit of the release before conversations moved off a gone host (host-gone-moves).
 EARLIER_RELEASE = "b1dd7b6"
 GONE_SECONDS = 20
