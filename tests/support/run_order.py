@@ -4,7 +4,8 @@
 loadscope`, so a module's fixtures start once), in collection order (`--no-loadscope-reorder`).
 A long module left for the end keeps one process busy while the others have finished; started
 first, it runs beside the short ones. The list is measured (`--durations`),
-longest first; a module missing from it only runs later, never wrongly.
+longest first; a module missing from it only runs later, never wrongly. Modules that first install
+from npm (a fresh clone's cache is empty) come early, and so do `make test-scale`'s longest.
 """
 
 from __future__ import annotations
@@ -13,29 +14,35 @@ import pytest
 
 LONGEST_FIRST = (
     "tests/tools/test_many_hosts.py",
-    "tests/agents/test_typescript_caller.py",
     "tests/tools/test_rolling_deploy.py",
+    "tests/durability/test_compaction.py",
+    "tests/agents/test_typescript_caller.py",
+    "tests/ui/test_ui_api.py",
+    "tests/tools/test_tools_cli.py",
+    "tests/tools/test_mcp_npm_filesystem.py",
+    "tests/approvals/test_supplied_by_approver.py",
+    "tests/durability/test_failure_watch.py",
+    "tests/doors/test_e2e_cli.py",
+    "tests/tools/test_mcp_http.py",
+    "tests/doors/test_cli_errors.py",
+    "tests/browser/test_ui_browser.py",
     "tests/tools/test_host_gone.py",
     "tests/tools/test_earlier_release_hosts.py",
-    "tests/tools/test_host_handoff.py",
-    "tests/doors/test_mcp_permissions.py",
-    "tests/doors/test_cli_errors.py",
-    "tests/tools/test_mcp_npm_filesystem.py",
-    "tests/doors/test_e2e_cli.py",
-    "tests/durability/test_failure_watch.py",
-    "tests/bench/test_bench_smoke.py",
-    "tests/tools/test_sandbox_root.py",
-    "tests/project/test_run_local.py",
-    "tests/durability/test_compaction.py",
-    "tests/tools/test_sandbox_escape.py",
-    "tests/tools/test_tools_cli.py",
-    "tests/durability/test_payload_store_s3.py",
-    "tests/tools/test_mcp_http.py",
-    "tests/durability/test_compaction_views.py",
-    "tests/browser/test_ui_browser_stream.py",
-    "tests/ui/test_ui_api.py",
-    "tests/durability/test_continue_as_new.py",
+    "tests/observability/test_metrics.py",
+    "tests/faults/test_postgres_faults.py",
     "tests/durability/test_long_conversation.py",
+    "tests/durability/test_continue_as_new.py",
+    "tests/project/test_run_local.py",
+    "tests/tools/test_host_handoff.py",
+    "tests/tools/test_sandbox_escape.py",
+    "tests/browser/test_ui_elicitation_browser.py",
+    "tests/tools/test_mcp_venv_base.py",
+    "tests/faults/test_model_faults.py",
+    "tests/subagents/test_subagent_doors.py",
+    "tests/approvals/test_stale_decisions.py",
+    "tests/durability/test_compaction_views.py",
+    "tests/doors/test_mcp_permissions.py",
+    "tests/ui/test_agui_endpoint.py",
 )
 
 
