@@ -39,6 +39,7 @@ from activities.tool_sources import ToolSources
 from activities.tools import ToolActivities
 from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import SHARED_DIR, adopt_shared_files
+from config.build_id import project_build_id
 from config.settings import Settings
 from config.telemetry import setup_tracing, shutdown_tracing
 from config.workflow_sandbox import WORKFLOW_RUNNER
@@ -189,6 +190,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
     worker_options.setdefault("max_cached_workflows", settings.workflow_cache_size)
     grace = timedelta(seconds=settings.worker_stop_grace_seconds)
     worker_options.setdefault("graceful_shutdown_timeout", grace)
+    worker_options.setdefault("build_id", project_build_id())  # Temporal's own default costs 0.2 CPU-s
     shared = Worker(
         client,
         task_queue=settings.task_queue,
@@ -219,6 +221,7 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         task_queue=settings.host_queue,
         activities=runners,
         graceful_shutdown_timeout=worker_options["graceful_shutdown_timeout"],
+        build_id=worker_options["build_id"],
     )
     return HostWorker(shared, host, tools, projection, [projection, ledger, llm.endpoint], settings, saves)
 
