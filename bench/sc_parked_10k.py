@@ -71,10 +71,10 @@ async def _queried_after_kill(
     idle = await sample_rss(worker.proc.pid)
     server = bench.server.proc
     assert server is not None
-    cpu0, server_cpu0, t0 = cpu_seconds(worker.proc.pid), cpu_seconds(server.pid), time.monotonic()
+    meter, t0 = _CpuMeter(worker=worker.proc.pid, server=server.pid), time.monotonic()
     survivors = await asyncio.wait_for(answering(bench, ids), PHASE_SECONDS)
     seconds = time.monotonic() - t0
-    worker_cpu, server_cpu = cpu_seconds(worker.proc.pid) - cpu0, cpu_seconds(server.pid) - server_cpu0
+    used = meter.used()
     held = await sample_rss(worker.proc.pid)
     say(f"parked_10k ({kind}): cache {cache}: {survivors}/{len(ids)} answered after SIGKILL in {seconds:.1f}s")
     return {
@@ -83,7 +83,7 @@ async def _queried_after_kill(
         "rss_after_queries_mib": mib(held),
         "seconds_until_every_one_answers": round(seconds, 1),
         "survivors": survivors,
-        **_cpu_per(len(ids), worker=worker_cpu, server=server_cpu),
+        **_cpu_per(len(ids), **used),
     }
 
 
@@ -95,15 +95,14 @@ async def _floor_park(bench: Bench, settings: Any, ids: list[str]) -> dict[str, 
     idle = await sample_rss(worker.proc.pid)
     server = bench.server.proc
     assert server is not None
-    cpu0, server_cpu0, bench_cpu0 = cpu_seconds(worker.proc.pid), cpu_seconds(server.pid), cpu_seconds(os.getpid())
+    meter = _CpuMeter(worker=worker.proc.pid, server=server.pid, bench=os.getpid())
     t0, wall0 = time.monotonic(), time.time()
     deadline = t0 + PHASE_SECONDS
     await start_floors(bench.client, FLOOR_WORKFLOW, ids, settings.task_queue)
     started = time.monotonic() - t0
     for fid in [*ids[:: max(1, len(ids) // POLLED)], ids[-1]]:  # in the order they were started
         await first_task_completed_at(bench.client, fid, deadline, POLL_SECONDS)
-    worker_cpu, server_cpu = cpu_seconds(worker.proc.pid) - cpu0, cpu_seconds(server.pid) - server_cpu0
-    bench_cpu = cpu_seconds(os.getpid()) - bench_cpu0
+    used = meter.used()
     done = await bounded(ids, lambda fid: first_task_completed_at(bench.client, fid, deadline), QUERY_CONCURRENCY)
     park_seconds = max(done) - wall0
     held = await sample_rss(worker.proc.pid)
@@ -115,8 +114,19 @@ async def _floor_park(bench: Bench, settings: Any, ids: list[str]) -> dict[str, 
         "per_workflow_kib": round((held - idle) / len(ids) / 1024, 1),
         "seconds_to_start_all": round(started, 1),
         "seconds_to_park_all": round(park_seconds, 1),
-        **_cpu_per(len(ids), worker=worker_cpu, server=server_cpu, bench=bench_cpu),
+        **_cpu_per(len(ids), **used),
     }
+
+
+class _CpuMeter:
+    """The CPU seconds named processes use from its making on."""
+
+    def __init__(self, **pids: int) -> None:
+        self._pids = pids
+        self._start = {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+    def used(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) - self._start[name] for name, pid in self._pids.items()}
 
 
 def _cpu_per(count: int, **seconds: float) -> dict[str, float]:
@@ -185,9 +195,9 @@ def _ratio(ours: float, floor: float) -> float:
 async def run(bench: Bench, count: int) -> dict[str, Any]:
     settings = bench.settings("parked_10k")
     ids = new_ids("p10k", count)
-    bench_cpu0 = cpu_seconds(os.getpid())  # the starts and the scripted model's replies
+    meter = _CpuMeter(bench=os.getpid())  # the starts and the scripted model's replies
     parked = await park(bench, settings, ids, DEFAULT_CACHE, timeout=PHASE_SECONDS)
-    parked |= _cpu_per(count, bench=cpu_seconds(os.getpid()) - bench_cpu0)
+    parked |= _cpu_per(count, **meter.used())
     default = await _queried_after_kill(bench, ids, settings, DEFAULT_CACHE)
     small = await _queried_after_kill(bench, ids, settings, SMALL_CACHE)
     bench.stop_workers()
