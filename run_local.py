@@ -30,6 +30,7 @@ from cli.run_plan import (
     temporal_binary,
 )
 from cli.supervisor import Child, Supervisor, say
+from config.process_exit import leave
 from config.settings import Settings
 from doors.control import start_conversation
 from doors.nexus_endpoint import DEFAULT_ENDPOINT, endpoint_command, ensure_endpoint
@@ -200,10 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         held = ", ".join(f"{port} ({flag})" for flag, port in busy)
         print(f"run_local.py: port(s) already in use: {held}; stop what holds them or move with the flag named")
         sys.exit(1)
-    code = asyncio.run(LocalRun(options, dict(os.environ)).run())
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # this process used the Temporal client: see sdk-python issue #300
+    leave(asyncio.run(LocalRun(options, dict(os.environ)).run()))
 
 
 if __name__ == "__main__":

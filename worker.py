@@ -11,10 +11,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import traceback
 from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio.client import Client
 from temporalio.converter import DataConverter
@@ -40,8 +41,9 @@ from activities.tools import ToolActivities
 from activities.workspace_saves import WorkspaceSaves
 from activities.workspaces import SHARED_DIR, adopt_shared_files
 from config.build_id import project_build_id
+from config.process_exit import leave
 from config.settings import Settings
-from config.telemetry import setup_tracing, shutdown_tracing
+from config.telemetry import setup_tracing
 from config.workflow_sandbox import WORKFLOW_RUNNER
 from core.wire_model import build_deferred_models
 from doors.policy_reload import watch_policy_file
@@ -279,9 +281,18 @@ async def _together(*jobs: Coroutine[Any, Any, None]) -> None:
     await asyncio.gather(*jobs)
 
 
-if __name__ == "__main__":
+def run() -> NoReturn:
+    """The process entry point: 0 once stopped (SIGTERM, Ctrl-C), 1 with the traceback if the worker
+    failed; it leaves through `leave` (config/process_exit.py), not the interpreter's finalisation."""
+    code = 0
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(main())
-    finally:
-        shutdown_tracing()
+    except Exception:
+        traceback.print_exc()
+        code = 1
+    leave(code)
+
+
+if __name__ == "__main__":
+    run()

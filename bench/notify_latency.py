@@ -25,6 +25,7 @@ from bench.harness import DEFAULT_CACHE, Bench, payload_dir, say
 from bench.machine import describe_machine
 from bench.script import start_model
 from bench.stats import summary_ms
+from config.process_exit import leave
 from config.settings import Settings
 from tests.support.notify_support import WEBHOOK_SECRET, Receiver, verify_webhook
 from tests.support.processes import free_port
@@ -155,4 +156,4 @@ if __name__ == "__main__":
     parser.add_argument("--out", type=Path, default=Path("bench/notify_results.md"))
     args = parser.parse_args()
     asyncio.run(main(args.count, args.out))
-    os._exit(0)
+    leave(0)

@@ -26,6 +26,7 @@ from bench.devserver import bench_server
 from bench.harness import Bench, payload_dir, say
 from bench.machine import describe_machine
 from bench.script import start_model
+from config.process_exit import leave
 from config.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -245,6 +246,4 @@ def parse(argv: list[str]) -> argparse.Namespace:
 if __name__ == "__main__":
     args = parse(sys.argv[1:])
     code = asyncio.run(main(args.only or list(SCENARIOS), args.quick, args.out, args.server_db, args.baseline))
-    sys.stdout.flush()
-    # The Temporal client can crash at interpreter exit (sdk-python #300); the work is done here.
-    os._exit(code)
+    leave(code)

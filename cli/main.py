@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import logging
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from cli.parser import build_parser
 from cli.temporal import Session
+from config.process_exit import discard_stdout, leave
 from storage.backend import StoreFull, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -88,15 +87,8 @@ def main(argv: list[str] | None = None, client: Client | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader stopped early (`show X | head -1`): what it read is what it wanted.
-        _discard_stdout()
+        discard_stdout()
         return EXIT_OK
-
-
-def _discard_stdout() -> None:
-    """Point stdout at /dev/null, so what is still buffered for the closed pipe goes nowhere."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 async def _run(command: Any, args: Any, session: Session) -> int:
@@ -107,19 +99,9 @@ async def _run(command: Any, args: Any, session: Session) -> int:
 
 
 def run() -> None:
-    """The process entry point. A process that used the Temporal client can crash in interpreter
-    finalisation (sdk-python issue #300), so flush and leave with os._exit once the work is done."""
+    """The process entry point; it leaves through `leave` (config/process_exit.py)."""
     try:
         code = main()
     except SystemExit as exit_:  # --help
         code = exit_.code if isinstance(exit_.code, int) else 0
-    from config.telemetry import shutdown_tracing
-
-    shutdown_tracing()  # the spans still buffered go out before the process leaves
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _discard_stdout()
-    with contextlib.suppress(BrokenPipeError):
-        sys.stderr.flush()
-    os._exit(code)
+    leave(code)

@@ -229,7 +229,8 @@ async def test_a_rolling_deploy_while_people_decide_strands_nothing_and_runs_eac
             await _report_stuck(client, ids, settings, tmp_path, "idle")
             raise AssertionError(f"the deploy and the decisions were not done within {BUDGET:.0f}s") from None
         passed("every host replaced, every request decided three ways")
-        assert exits == dict.fromkeys(HOSTS, 0), f"each stopped worker exited cleanly: {exits}"
+        unclean = {host: hosts.log(host)[-2000:] for host, code in exits.items() if code != 0}
+        assert exits == dict.fromkeys(HOSTS, 0), f"each stopped worker exited cleanly: {exits}; {unclean}"
         assert sorted(outcomes) == sorted(requests)
         for request_id, outcome in outcomes.items():
             assert sorted(outcome) == ["refused", "refused", "won"], (request_id, outcome)
