@@ -25,13 +25,24 @@ from doors.control import get_state, start_conversation
 T = TypeVar("T")
 
 
-async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, interval: float = 0.1) -> T:
+# A check waited for: asked again at once, then ever less often, up to twice a second. A check is
+# often a query (a workflow task on the worker and the server) or a new database connection, and
+# polled every 0.1 s through a long wait it was a large part of the suite's CPU.
+FIRST_INTERVAL, LONGEST_INTERVAL, BACKOFF = 0.02, 0.5, 1.5
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, interval: float | None = None
+) -> T:
     """Return check()'s first truthy result; on timeout raise with its last value or error.
+    `interval` fixes the pause between checks; without it they back off (FIRST_INTERVAL up to
+    LONGEST_INTERVAL).
 
     A query that times out (a worker busy replaying, or being replaced) is "not yet", not a
     failure: the check is asked again until the deadline."""
     deadline = time.monotonic() + timeout
     last: Any = None
+    pause = FIRST_INTERVAL if interval is None else interval
     while True:
         try:
             last = await check()
@@ -41,7 +52,9 @@ async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float
             last = err
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout}s; last: {last!r}")
-        await asyncio.sleep(interval)
+        await asyncio.sleep(pause)
+        if interval is None:
+            pause = min(pause * BACKOFF, LONGEST_INTERVAL)
 
 
 Db = str | Path  # a SQLite file or a PostgreSQL URL, as Settings.approvals_db holds it

@@ -8,7 +8,7 @@ approved at once on the host the conversation was pinned to (so each workspace h
 save); then a second message asks again, and these requests are decided three times at once (UI
 one, UI two, the CLI) while each host in turn gets SIGTERM (the worker alone, as a rollout sends
 it) and, once it exited, is replaced by a worker with a NEW host name and a new, empty workspace;
-the next host goes only when that replacement is ready. Nine conversations (three a host) in `make test`, three
+the next host goes only when that replacement is ready. Six conversations (two a host) in `make test`, three
 hundred under `make test-scale` (the same checks).
 
 At the end: every turn is idle (0 stuck); every request had one winner of its three doors and the
@@ -88,7 +88,7 @@ class Run:
 # turn: about 270 s beside a `make test` on two cores. Its waits share one budget below the timeout:
 # a stall fails with the conversations still waiting, where they are, and the logs.
 @pytest.mark.timeout(1500)
-@at_scale("conversations", quick=9, full=300)
+@at_scale("conversations", quick=6, full=300)
 async def test_a_rolling_deploy_while_people_decide_strands_nothing_and_runs_each_tool_once(
     client: Client,
     many_hosts_settings: Settings,  # noqa: F811
