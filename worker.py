@@ -60,8 +60,12 @@ WORKFLOWS = [ConversationWorkflow, ApprovalRequestWorkflow]
 
 
 def replayer(data_converter: DataConverter) -> Replayer:
-    """A replayer of this service's workflows in the sandbox its workers run them in."""
-    return Replayer(workflows=WORKFLOWS, workflow_runner=WORKFLOW_RUNNER, data_converter=data_converter)
+    """A replayer of this service's workflows in the sandbox its workers run them in. A replay
+    checks what the code decides, not how fast: `debug_mode` lifts the SDK's 2-second deadlock
+    timer, which one replay on two loaded cores missed in a garbage-collection pause."""
+    return Replayer(
+        workflows=WORKFLOWS, workflow_runner=WORKFLOW_RUNNER, data_converter=data_converter, debug_mode=True
+    )
 
 
 # Whatever imports the workflows runs or replays them: their wire types are built here, not in an activation.

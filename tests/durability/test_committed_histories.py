@@ -9,6 +9,7 @@ a non-determinism error. It replays under the workflow id its name carries (test
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,16 @@ def test_a_history_with_stored_payloads_is_committed_with_its_payloads() -> None
     for reference in found:
         digest = reference.claim_data["hash_value"]
         assert (PAYLOADS / "sha256" / digest[:2] / digest).is_file(), digest
+
+
+async def test_a_history_whose_commands_the_code_no_longer_gives_fails_to_replay() -> None:
+    """The replayer above is strict: the same history with one activity renamed is a non-determinism
+    error, so a passing replay means the code still gives the recorded commands."""
+    path = history_path("approved_calls/patch_checks_before_asking")
+    recorded = json.loads(path.read_text())
+    scheduled = next(e for e in recorded["events"] if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED")
+    scheduled["activityTaskScheduledEventAttributes"]["activityType"]["name"] = "an_activity_never_written"
+    history = WorkflowHistory.from_json(workflow_id(path), json.dumps(recorded))
+    converter = data_converter(Settings(payload_store=str(PAYLOADS)))
+    result = await replayer(converter).replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "nondetermin" in str(result.replay_failure).lower()
