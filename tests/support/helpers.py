@@ -25,7 +25,7 @@ from doors.control import get_state, start_conversation
 T = TypeVar("T")
 
 
-# A check waited for: asked again at once, then ever less often, up to twice a second. A check is
+# A check waited for: asked again after 0.02 s, then ever less often, down to twice a second. A check is
 # often a query (a workflow task on the worker and the server) or a new database connection, and
 # polled every 0.1 s through a long wait it was a large part of the suite's CPU.
 FIRST_INTERVAL, LONGEST_INTERVAL, BACKOFF = 0.02, 0.5, 1.5
