@@ -21,6 +21,7 @@ from durable_approvals.types import (
     EffectFinishInput,
 )
 from storage.store import ProjectionStore
+from workflows.request_healing import heal_request
 
 
 def _key(request_id: str) -> str:
@@ -34,6 +35,8 @@ class ApprovedEffectActivities:
     @activity.defn(name=APPROVED_EFFECT_BEGIN)
     async def approved_effect_begin(self, claim: EffectClaimInput) -> EffectClaim:
         row = await self._store.approval(claim.request_id)
+        if row is not None and row["decision"] is None and await heal_request(activity.client(), self._store, row):
+            row = await self._store.approval(claim.request_id)  # decided: its door had not written it yet
         if row is None or row["decision"] not in APPROVED_RESOLUTIONS:
             decided = "no such request" if row is None else f"its decision is {row['decision'] or 'pending'}"
             raise ApplicationError(

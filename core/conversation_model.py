@@ -196,6 +196,11 @@ class DecisionInput(_StrictInput):
         description="with an approval: each supplied_by_approver argument's value, sealed by the door"
         " for this request (config/supplied_secret.py); never the value itself",
     )
+    writes_resolution: bool = Field(
+        default=False,
+        description="set by a door that sends the `decide` update and writes the read model: an"
+        " ApprovalRequest then hands its resolution back in DecisionResult.resolved instead of writing it",
+    )
 
 
 MAX_EXTENSION_SECONDS = 30 * 24 * 3600.0
@@ -265,6 +270,11 @@ class DecisionResult(WireModel):
     request_id: str
     resolution: Resolution | None = Field(description="None: a partial approval, more approvers are needed")
     approved_by: list[str] = Field(default_factory=list)
+    resolved: dict[str, Any] | None = Field(
+        default=None,
+        description="an ApprovalRequest's resolution (an ApprovalResolvedProjection, as JSON) for the door"
+        " that asked for it (DecisionInput.writes_resolution) to write; None: the workflow writes its own",
+    )
 
 
 class ConversationState(WireModel):

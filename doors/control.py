@@ -206,7 +206,7 @@ async def _claim_and_send(client: Client, decision: DecisionInput, store: Projec
         raise
     handle: WorkflowHandle = client.get_workflow_handle(claimed.conversation_id)
     try:
-        await deliver_decision(handle, decision)
+        await deliver_decision(handle, decision, store)
     except (RPCError, DecisionRefused):
         await store.release(claimed)
         raise

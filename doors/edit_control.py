@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from core.contract import ERROR_EDIT_UNCHECKED, QUERY_GET_STATE, UPDATE_DECIDE
 from core.conversation_model import DecisionInput, DecisionResult
 from core.refusals import DecisionRefused
+from doors.decision_delivery import write_handed_resolution
 from storage.store import ProjectionStore
 
 EDIT_CHECK_TIMEOUT = timedelta(seconds=10)
@@ -32,7 +33,10 @@ async def send_edit(client: Client, decision: DecisionInput, store: ProjectionSt
     claimed = await store.claim_decision(decision)
     handle = client.get_workflow_handle(claimed.conversation_id)
     try:
-        await handle.execute_update(UPDATE_DECIDE, decision, result_type=DecisionResult, rpc_timeout=EDIT_CHECK_TIMEOUT)
+        sent = decision.model_copy(update={"writes_resolution": True})  # this door writes it (decision_delivery.py)
+        result = await handle.execute_update(
+            UPDATE_DECIDE, sent, result_type=DecisionResult, rpc_timeout=EDIT_CHECK_TIMEOUT
+        )
     except WorkflowUpdateFailedError as err:
         await store.release_claim(decision.request_id)
         raise DecisionRefused.from_update_error(err) from None
@@ -46,6 +50,7 @@ async def send_edit(client: Client, decision: DecisionInput, store: ProjectionSt
     except RPCError:
         await store.release_claim(decision.request_id)
         raise
+    await write_handed_resolution(store, result)
     return claimed.conversation_id
 
 

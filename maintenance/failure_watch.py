@@ -11,6 +11,8 @@ retried; when it is, the newest workflow-task outcome in its history (read backw
 says whether the last attempt failed, and with what. Then the projection row becomes `failed` and a
 `turn.failed` event carries the reason, so the inbox, `show`, `conversations` and `pending` all say
 so. It works with any Temporal server, with no server setting, whichever worker runs the bad code.
+The same look finds a completed `ApprovalRequest` still shown pending, whose door died before it
+wrote the resolution the request handed it, and writes that (workflows/request_healing.py).
 
 It heals: once a fixed worker completes the task, the workflow's next status write (newer version)
 wins; if the workflow has nothing to write, the watch sees the task healthy, asks the workflow for
@@ -30,12 +32,19 @@ from datetime import UTC, datetime, timedelta
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowQueryRejectedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
+)
 from temporalio.service import RPCError
 
 from core.conversation_model import TurnStatus
 from core.projection_model import ConversationProjection, ProjectionEvent
 from storage.store import ProjectionStore
+from workflows.request_healing import heal_closed_request
 
 log = logging.getLogger(__name__)
 KIND = "workflow_task"  # marks the watch's own turn.failed events, so it knows which rows to heal
@@ -51,9 +60,9 @@ class TaskFailure:
     reason: str
 
 
-async def failing_task(client: Client, conversation_id: str) -> TaskFailure | None:
+async def failing_task(client: Client, description: WorkflowExecutionDescription) -> TaskFailure | None:
     """How this conversation's workflow task fails, or None while it is healthy (or closed)."""
-    description = await client.get_workflow_handle(conversation_id).describe(rpc_timeout=RPC_TIMEOUT)
+    conversation_id = description.id
     raw = description.raw_description
     if description.status != WorkflowExecutionStatus.RUNNING or not raw.HasField("pending_workflow_task"):
         return None
@@ -114,7 +123,11 @@ class FailureWatch:
         for row in await _open_rows(self._store):
             conversation_id = str(row["conversation_id"])
             try:
-                failure = await failing_task(self._client, conversation_id)
+                description = await self._client.get_workflow_handle(conversation_id).describe(rpc_timeout=RPC_TIMEOUT)
+                if await heal_closed_request(self._client, self._store, description):
+                    log.info("approval request %s: wrote the resolution its door did not", conversation_id)
+                    continue
+                failure = await failing_task(self._client, description)
                 if failure is not None and not row["marked"]:
                     await self._mark_failed(conversation_id, row, failure)
                 elif failure is None and row["marked"]:

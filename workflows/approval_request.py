@@ -55,6 +55,9 @@ class ApprovalRequestWorkflow(DecisionHandlers):
         self._status = StatusKeeper(self._id)
         self._outbox = NotificationOutbox()
         self._record: ApprovalRecord | None = None
+        self._resolutions = ResolutionMirror(self._book, self._status, lambda: True)
+        self._door_may_write = False  # REQUEST_RESOLUTION_BY_THE_DOOR, checked when the request is asked
+        self._handed_to_door = False
 
     @workflow.run
     async def run(self, request: ApprovalRequestInput) -> ApprovalResult:
@@ -128,6 +131,8 @@ class ApprovalRequestWorkflow(DecisionHandlers):
             status.event("request.opened", record.request_id, _card(self._request)),
             status.event("permission.request", record.request_id, {"request_id": record.request_id}),
         ]
+        # Checked in the asking task, so its marker is not one more command of the deciding task.
+        self._door_may_write = workflow.patched(patches.REQUEST_RESOLUTION_BY_THE_DOOR)
         await calls.project(
             ApprovalRequestedProjection(
                 approval=record,
@@ -144,10 +149,26 @@ class ApprovalRequestWorkflow(DecisionHandlers):
         ).wait()
         await self._mirror(record)
 
+    def _hand_resolution(self, request_id: str) -> dict[str, Any] | None:
+        """A decision by the `decide` update of a door that writes the read model: the resolution
+        goes back in the update's result and that door writes it, so the deciding task runs no
+        local activity and the request ends (and its caller hears) that much sooner. If the door
+        dies before it writes, the failure watch writes it from this history
+        (workflows/request_healing.py). A request that notified channels writes its own: the
+        worker's write also updates the messages posted for it (worker.py, `on_resolved`)."""
+        record = self._record
+        if not self._door_may_write or record is None or record.resolution is None or _notified(record):
+            return None
+        handed = self._resolutions.hand_to_door(record)
+        self._handed_to_door = handed is not None
+        return None if handed is None else handed.model_dump(mode="json")
+
     async def _mirror(self, record: ApprovalRecord) -> None:
         """The resolution into the read model, the request's last step before the caller hears."""
+        if self._handed_to_door:
+            return  # before the patch check: the deciding task records no marker either
         locally = workflow.patched(patches.REQUEST_RESOLUTION_LOCAL)
-        await ResolutionMirror(self._book, self._status, lambda: True).mirror(record, locally)
+        await self._resolutions.mirror(record, locally)
 
     def _from_record(self, record: ApprovalRecord) -> ApprovalResult:
         resolution = record.resolution or "canceled"
@@ -212,6 +233,11 @@ def _card(request: ApprovalRequestInput) -> dict[str, Any]:
     if request.requester is not None:
         card["requester"] = request.requester.model_dump(exclude_none=True)
     return card
+
+
+def _notified(record: ApprovalRecord) -> bool:
+    plan = record.notify
+    return plan is not None and bool(plan.channels or plan.escalate_channels)
 
 
 def _with_channels(plan: NotifyPlan | None, channels: list[str] | None) -> NotifyPlan | None:

@@ -6,7 +6,8 @@ activity of its own (`ResolutionMirror.mirror`), or, when an approved tool can s
 it is handed to the tool's activity (`ToolRequest.resolved`), which writes it beside the
 tool's launch (`write_handed_resolution`, called by activities/tools.py). Whichever side comes
 first in the workflow decides, so exactly one writes it. Handing it over saves an activity and a workflow task per
-approval, on the path a person waits on.
+approval, on the path a person waits on. An `ApprovalRequest` decided by a door's `decide` update
+hands it to that door instead (`hand_to_door`, written by `write_door_resolution`).
 
 The turn's status in Temporal's list follows the same path: a decision whose tool starts in the
 same workflow task holds its status back (StatusKeeper.snapshot) and publishes it with the
@@ -28,7 +29,7 @@ from workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from core.approvals import ApprovalBook
-    from core.conversation_model import APPROVED_RESOLUTIONS, ApprovalRecord, TurnStatus
+    from core.conversation_model import APPROVED_RESOLUTIONS, ApprovalRecord, DecisionResult, TurnStatus
     from core.projection_model import ApprovalResolvedProjection
     from core.tool_run_model import ToolRequest, ToolResult
     from workflows import activity_calls as calls
@@ -44,6 +45,7 @@ class ResolutionMirror:
         self._book, self._status, self._is_closed = book, status, is_closed
         self._written: set[str] = set()  # mirrored by their own activity
         self._handed_to_tool: set[str] = set()
+        self._handed_to_door: set[str] = set()
 
     def payload(
         self, record: ApprovalRecord, publish_later: bool = False, tool_tells: bool = False
@@ -65,7 +67,7 @@ class ResolutionMirror:
     async def mirror(self, record: ApprovalRecord, locally: bool = False) -> None:
         """The request is resolved: write it, unless it was handed to the approved tool (`locally`: as a
         local activity, where nothing else waits for the workflow's next task)."""
-        if record.request_id in self._handed_to_tool:
+        if record.request_id in self._handed_to_tool or record.request_id in self._handed_to_door:
             return
         self._written.add(record.request_id)
         if locally:
@@ -88,6 +90,15 @@ class ResolutionMirror:
         later = workflow.patched(patches.STATUS_WITH_THE_TOOL_RESULT)
         return self.payload(record, later, tool_tells=later and workflow.patched(patches.TIMERS_AFTER_THE_TOOL))
 
+    def hand_to_door(self, record: ApprovalRecord) -> ApprovalResolvedProjection | None:
+        """The resolution for the door whose `decide` update decided it to write (an ApprovalRequest's:
+        see `write_door_resolution`), or None when it is written or handed already."""
+        rid = record.request_id
+        if rid in self._written or rid in self._handed_to_tool or rid in self._handed_to_door:
+            return None
+        self._handed_to_door.add(rid)
+        return self.payload(record)
+
 
 async def canceled_with_conversation(record: ApprovalRecord, status: StatusKeeper) -> None:
     """A waiting request of a conversation cancelled from outside (a subagent whose parent ended)."""
@@ -105,6 +116,16 @@ async def write_handed_resolution(request: ToolRequest, store: ResolutionStore) 
     """The tool activity's side: write the resolution its workflow handed it (`hand_to_tool`)."""
     if request.resolved is not None:
         await store.project_approval_resolved(request.resolved)
+
+
+async def write_door_resolution(result: DecisionResult, store: ResolutionStore) -> bool:
+    """The door's side of `hand_to_door` (doors/decision_delivery.py), and the failure watch's for a
+    door that died before it wrote (workflows/request_healing.py): write what the update's result
+    carries. False when it carries none (the workflow writes its own)."""
+    if result.resolved is None:
+        return False
+    await store.project_approval_resolved(ApprovalResolvedProjection.model_validate(result.resolved))
+    return True
 
 
 class ApprovedCalls:

@@ -51,7 +51,15 @@ class DecisionHandlers:
             raise ApplicationError(DECIDE_SHAPE, type=ERROR_INVALID_DECISION, non_retryable=True)
         resolution = self._book.apply(decision, workflow.now())
         approved_by = list(self._book.record(decision.request_id).approved_by)
-        return DecisionResult(request_id=decision.request_id, resolution=resolution, approved_by=approved_by)
+        handed = self._hand_resolution(decision.request_id) if decision.writes_resolution and resolution else None
+        return DecisionResult(
+            request_id=decision.request_id, resolution=resolution, approved_by=approved_by, resolved=handed
+        )
+
+    def _hand_resolution(self, request_id: str) -> dict[str, Any] | None:
+        """The resolution just decided, for the door that sent the update to write (an ApprovalRequest
+        does, see there); None: the workflow writes its own, as a conversation always does."""
+        return None
 
     @decide.validator
     def _validate_decide(self, *args: Any) -> None:

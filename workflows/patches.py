@@ -49,6 +49,9 @@ GRANTS_DECIDE_ASKED_CALLS = "grants-decide-asked-calls"  # a person's grant may 
 POLICY_CHANGE_REJUDGES = "policy-change-rejudges"  # new rules by signal re-judge waiting requests
 SHADOW_RULES = "shadow-rules"  # [shadow] rules judged beside the live ones, differences recorded
 CEDAR_RULES = "cedar-rules"  # [cedar] policies beside the TOML rules: forbid denies, permit allows
+# An ApprovalRequest decided by update hands its resolution to the door that sent the decision,
+# which writes it (before, the request's deciding task wrote it by a local activity).
+REQUEST_RESOLUTION_BY_THE_DOOR = "request-resolution-by-the-door"
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those

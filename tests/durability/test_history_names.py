@@ -19,6 +19,7 @@ from tests.support.histories import HISTORY_DIR, RENAMED, committed_histories, w
 NEW_SINCE_THE_RENAME: tuple[str, ...] = (
     "decisions/supplied_password_approved_from_the_cli.json",
     "decisions/approved_and_denied_through_links.json",
+    "requests/approval-3ba52a059b2dba74037a.resolution_written_by_the_door_that_decided.json",
 )
 
 
