@@ -48,6 +48,7 @@ ROLES = ("tool", "stream", "cli", "door", "probe")
 TOOL_SECONDS = 2  # the tool role's command outlasts the fault's start
 TICK = 0.05
 DECIDER = "fault-suite"
+RETRY_WAIT = 10.0  # seconds a decision sent again after the fault waits for the database
 
 
 @dataclass
@@ -109,11 +110,14 @@ class Run:
         decision = DecisionInput(request_id=self.requests[cid], decision="allow", decided_by=DECIDER, door="ui")
         await send_decision(self.client, self.settings, decision, self.door)
 
-    async def approve_by_cli(self, cid: str) -> asyncio.subprocess.Process:
+    async def approve_by_cli(self, cid: str, wait: float | None = None) -> asyncio.subprocess.Process:
+        """`wait`: the CLI's DATABASE_WAIT_SECONDS, when not the run's short one (a retry once the
+        fault is over waits as long as a person would, on a machine other tests load)."""
+        env = self.env if wait is None else {**self.env, "DATABASE_WAIT_SECONDS": str(wait)}
         return await asyncio.create_subprocess_exec(
             *(sys.executable, "starter.py", "approve", self.requests[cid], "--as", DECIDER),
             cwd=REPO_ROOT,
-            env=self.env,
+            env=env,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -225,7 +229,7 @@ async def _again(
     for cid, (status, stderr) in zip(run.of("cli"), cli, strict=True):
         if status != 0:
             sight.cli_failures.append((status, stderr))
-            again = await _exited(await run.approve_by_cli(cid))
+            again = await _exited(await run.approve_by_cli(cid, wait=RETRY_WAIT))
             mine = again[0] == 3 and f"by {DECIDER}" in again[1]
             assert again[0] == 0 or mine, f"approve after the fault exited {again[0]}: {again[1]}"
             sight.retried += 1

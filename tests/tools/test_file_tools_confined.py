@@ -62,7 +62,7 @@ def test_the_race_runs_as_root() -> None:
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_200_reads_racing_a_link_to_proc_self_environ_never_return_a_secret(tmp_path: Path, launcher: str) -> None:
     got_past_the_check: list[str] = []
-    for attempt in range(3):  # a loaded machine may starve the flipper: race again until it mattered
+    for attempt in range(6):  # a loaded machine may starve the flipper: race again until it mattered
         results, _ = race("read_file", 200, tmp_path / str(attempt), launcher)
         assert len(results) == 200
         leaked = [r for r in results if SECRET in r]
