@@ -6,7 +6,6 @@ The failure tests kill real processes, so their histories come from whatever ser
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,11 +18,10 @@ from temporalio.service import RPCError
 from config.settings import Settings
 from core.conversation_model import ConversationState
 from doors.control import get_state
-from tests.conftest import HISTORY_DIR
+from tests.conftest import save_and_replay
 from tests.support.helpers import Db, eventually, pending_rows, rows
 from tests.support.processes import WorkerProcess, process_env
 from tests.support.scripts import Behaviour, first_user_text
-from worker import replayer
 
 
 def address_of(client: Client) -> str:
@@ -119,16 +117,12 @@ async def projection_catches_up(client: Client, db: Db, conversation_id: str) ->
 
 
 async def replay_recorded(client: Client, conversation_ids: list[str], label: str) -> int:
-    """Save and replay every run of the given conversations; returns how many runs replayed."""
-    HISTORY_DIR.mkdir(parents=True, exist_ok=True)
-    replaying = replayer(client.data_converter)
+    """Save and replay every run of the given conversations (as the `histories` fixture does);
+    returns how many runs replayed."""
     replayed = 0
     for conversation_id in conversation_ids:
         async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
             handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-            history = await handle.fetch_history()
-            name = f"{label}-{execution.id}-{execution.run_id}.json"
-            (HISTORY_DIR / name).write_text(json.dumps(history.to_json_dict()))
-            await replaying.replay_workflow(history)
+            await save_and_replay(client, await handle.fetch_history(), f"{label}-{execution.id}-{execution.run_id}")
             replayed += 1
     return replayed
