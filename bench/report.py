@@ -257,7 +257,7 @@ def _recovery(s: dict[str, Any]) -> list[str]:
             "",
         ]
     if "cpu_ratio_to_floor" in s and floor is not None:
-        out += _recovery_cpu({**backends, **_floors(s)}, s["cpu_ratio_to_floor"])
+        out += _recovery_cpu({**backends, **_floors(s)}, s["cpu_ratio_to_floor"], s.get("cpu_ratio_to_turn_floor"))
     return out
 
 
@@ -269,7 +269,9 @@ def _turn_floor_tasks(s: dict[str, Any]) -> str:
     return f", the turn floor {s['floor_turn']['tasks_per_approval']}" if "floor_turn" in s else ""
 
 
-def _recovery_cpu(drains: dict[str, Any], cpu_ratio: dict[str, float]) -> list[str]:
+def _recovery_cpu(
+    drains: dict[str, Any], cpu_ratio: dict[str, float], cpu_ratio_turn: dict[str, float] | None = None
+) -> list[str]:
     """Where each drain's CPU went: the drain fills the machine's cores, so CPU per approval bounds it."""
     parts = ["temporal", "postgresql", "workers", "bench", "total"]
     rows = [
@@ -279,12 +281,16 @@ def _recovery_cpu(drains: dict[str, Any], cpu_ratio: dict[str, float]) -> list[s
     head = ["drain", "Temporal server", "PostgreSQL", "workers (with their tools)", "bench (doors, model)", "total",
             "share whose first task timed out on the killed worker"]  # fmt: skip
     best = ", ".join(f"{backend} {ratio}" for backend, ratio in cpu_ratio.items())
+    turn = ""
+    if cpu_ratio_turn:
+        by_turn = ", ".join(f"{backend} {ratio}" for backend, ratio in cpu_ratio_turn.items())
+        turn = f"; over the turn floor's (cpu_ratio_to_turn_floor): {by_turn}"
     return [
         "CPU milliseconds per approval during each drain, per process:",
         "",
         *_table(head, rows),
         f"With the cores as full as in the floor's drain, the ratio would be the floor's CPU per approval over"
-        f" ours (cpu_ratio_to_floor): {best}. A first task handed to the killed worker waits out that worker's"
+        f" ours (cpu_ratio_to_floor): {best}{turn}. A first task handed to the killed worker waits out that worker's"
         " sticky queue (10 s) before a new worker gets it: the last column says how many did (of 20 spread over"
         " the drain), and a drain with any lasts at least that long.",
         "",

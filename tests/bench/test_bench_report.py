@@ -97,7 +97,10 @@ def test_the_recovery_section_shows_each_drains_cpu_and_its_timed_out_share() ->
     page = "\n".join(_recovery(results))
     assert "| sqlite | 31.0 | 0.0 | 37.0 | 2.5 | 70.5 | 0.0 |" in page
     assert "| floor | 16.0 | 0.0 | 12.5 | 1.0 | 29.5 | 1.0 |" in page
-    assert "(cpu_ratio_to_floor): sqlite 0.42" in page
+    assert "(cpu_ratio_to_floor): sqlite 0.42." in page
+    results["cpu_ratio_to_turn_floor"] = {"sqlite": 0.66}
+    page = "\n".join(_recovery(results))
+    assert "(cpu_ratio_to_floor): sqlite 0.42; over the turn floor's (cpu_ratio_to_turn_floor): sqlite 0.66." in page
     # A run from before the CPU was read renders as it did.
     del results["cpu_ratio_to_floor"]
     assert "CPU milliseconds" not in "\n".join(_recovery(results))
