@@ -57,7 +57,6 @@ class ApprovalRequestWorkflow(DecisionHandlers):
         self._record: ApprovalRecord | None = None
         self._resolutions = ResolutionMirror(self._book, self._status, lambda: True)
         self._door_may_write = False  # REQUEST_RESOLUTION_BY_THE_DOOR, checked when the request is asked
-        self._handed_to_door = False
 
     @workflow.run
     async def run(self, request: ApprovalRequestInput) -> ApprovalResult:
@@ -80,9 +79,7 @@ class ApprovalRequestWorkflow(DecisionHandlers):
             reason = "a deny rule of the policy forbids it" if verdict == "deny" else "the policy allows it"
             return self._result("allow" if verdict == "allow" else "deny", request.arguments, "policy", reason)
         record = self._open(rules, tool, service.approval_timeout_seconds)
-        judged = BeforeAsking(
-            self._id, lambda: rules, self._book, ResolutionMirror(self._book, self._status, lambda: True), None
-        )
+        judged = BeforeAsking(self._id, lambda: rules, self._book, self._resolutions, None)
         await judged.decide([AskedCall(self._id, tool, request.arguments, lambda: record)], request.context)
         if record.resolution is not None:  # a person's grant or the pre-screen decided it
             return self._from_record(record)
@@ -160,12 +157,11 @@ class ApprovalRequestWorkflow(DecisionHandlers):
         if not self._door_may_write or record is None or record.resolution is None or _notified(record):
             return None
         handed = self._resolutions.hand_to_door(record)
-        self._handed_to_door = handed is not None
         return None if handed is None else handed.model_dump(mode="json")
 
     async def _mirror(self, record: ApprovalRecord) -> None:
         """The resolution into the read model, the request's last step before the caller hears."""
-        if self._handed_to_door:
+        if self._resolutions.handed(record.request_id):
             return  # before the patch check: the deciding task records no marker either
         locally = workflow.patched(patches.REQUEST_RESOLUTION_LOCAL)
         await self._resolutions.mirror(record, locally)

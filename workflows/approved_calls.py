@@ -67,7 +67,7 @@ class ResolutionMirror:
     async def mirror(self, record: ApprovalRecord, locally: bool = False) -> None:
         """The request is resolved: write it, unless it was handed to the approved tool (`locally`: as a
         local activity, where nothing else waits for the workflow's next task)."""
-        if record.request_id in self._handed_to_tool or record.request_id in self._handed_to_door:
+        if self.handed(record.request_id):
             return
         self._written.add(record.request_id)
         if locally:
@@ -94,10 +94,14 @@ class ResolutionMirror:
         """The resolution for the door whose `decide` update decided it to write (an ApprovalRequest's:
         see `write_door_resolution`), or None when it is written or handed already."""
         rid = record.request_id
-        if rid in self._written or rid in self._handed_to_tool or rid in self._handed_to_door:
+        if rid in self._written or self.handed(rid):
             return None
         self._handed_to_door.add(rid)
         return self.payload(record)
+
+    def handed(self, request_id: str) -> bool:
+        """Whether the approved tool's activity or the deciding door writes this resolution."""
+        return request_id in self._handed_to_tool or request_id in self._handed_to_door
 
 
 async def canceled_with_conversation(record: ApprovalRecord, status: StatusKeeper) -> None:
