@@ -28,7 +28,7 @@ from typing import Literal
 
 from activities.store_waits import when_stored
 from core.tool_run_model import ToolResult
-from storage.backend import Backend, Tx, open_backend, run_autocommit
+from storage.backend import Backend, Tx, open_backend, run_autocommit, run_short
 from storage.writes import now_iso
 
 
@@ -118,7 +118,7 @@ class Ledger:
         that found no result would report the run as an unknown outcome."""
         finished = (now_iso(), result.model_dump_json(), request_id)
         await when_stored(
-            lambda: run_autocommit(
+            lambda: run_short(
                 self._backend,
                 lambda tx: tx.execute(
                     "UPDATE tool_executions SET state = 'finished', finished_at = ?, result_json = ?"

@@ -40,7 +40,7 @@ from storage import (
     writes,
 )
 from storage import hosts as worker_hosts
-from storage.backend import Backend, StoreUnavailable, Tx, open_backend, run_autocommit, run_short
+from storage.backend import Backend, Operation, StoreUnavailable, Tx, open_backend, run_short
 from storage.reader import ApprovalFilter, Page
 from storage.users import Contact, Principal
 
@@ -73,7 +73,11 @@ class ProjectionStore:
         await self.backend.run(lambda tx: writes.keep_trace(tx, request_id, traceparent))
 
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
-        await self.backend.run(lambda tx: writes.write_approval_resolved(tx, payload))
+        """On the caller's thread when the file takes it at once (see `Backend.try_now`): a tool's
+        activity writes it beside its launch, which a worker thread's hop would slow."""
+        operation: Operation[None] = lambda tx: writes.write_approval_resolved(tx, payload)  # noqa: E731
+        if self.backend.try_now(operation) is None:
+            await self.backend.run(operation)
         if self._on_resolved is not None:
             task = asyncio.create_task(self._on_resolved(payload.approval))
             self._followers.add(task)
@@ -100,7 +104,7 @@ class ProjectionStore:
         return await self.backend.run(lambda tx: previous_content.find(tx, request_id), write=False)
 
     async def mark_execution(self, request_id: str, state: str) -> None:
-        await run_autocommit(self.backend, lambda tx: writes.mark_execution(tx, request_id, state))
+        await run_short(self.backend, lambda tx: writes.mark_execution(tx, request_id, state))
 
     async def resolve_stale(
         self, conversation_id: str, resolutions: dict[str, str], keep: set[str], reason: dict[str, str]
