@@ -17,6 +17,8 @@ from pathlib import Path
 
 from temporalio import activity, workflow
 
+from config.workflow_sandbox import runner_passing_through
+
 with workflow.unsafe.imports_passed_through():
     # The same tool code as ours; passed through because it is never run inside the sandbox.
     from activities.builtin_tools import KvStore, Workspace
@@ -28,6 +30,9 @@ with workflow.unsafe.imports_passed_through():
     from core.builtin.run_shell import run as run_shell
     from core.chat_model import ChatMessage, ToolCall
 
+# The floors run in the sandbox ours runs in, their own module passed through as `workflows` is for
+# ours (config/workflow_sandbox.py): else every floor workflow would load it again, a cost ours has not.
+FLOOR_RUNNER = runner_passing_through("workflows", "bench.floor")
 FLOOR_WORKFLOW = "BenchFloorWorkflow"
 FLOOR_ACTIVITY = "bench_floor_tool"
 FLOOR_SIGNAL = "approve"

@@ -258,7 +258,25 @@ def _recovery(s: dict[str, Any]) -> list[str]:
         ]
     if "cpu_ratio_to_floor" in s and floor is not None:
         out += _recovery_cpu({**backends, **_floors(s)}, s["cpu_ratio_to_floor"], s.get("cpu_ratio_to_turn_floor"))
+    out += _recovery_replay({**backends, **_floors(s)})
     return out
+
+
+def _recovery_replay(drains: dict[str, Any]) -> list[str]:
+    """The replay each new worker's first task of a workflow starts with, per drain."""
+    replays = [
+        f"{name} {r['history_events_before_the_decision']} events, **{r['replay_cpu_ms_before_the_decision']}** ms"
+        for name, r in drains.items()
+        if "replay_cpu_ms_before_the_decision" in r
+    ]
+    if not replays:
+        return []
+    return [
+        "A new worker replays each workflow's history up to its decision before it can take it; CPU per replay"
+        " (replay_cpu_ms_before_the_decision: one sampled history, the cheapest of three rounds of ten"
+        f" replays): {'; '.join(replays)}.",
+        "",
+    ]
 
 
 def _floors(s: dict[str, Any]) -> dict[str, Any]:

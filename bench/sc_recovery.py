@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.worker import Replayer
 
 from bench import phases, script
 from bench.cpu_use import cpu_seconds, ms_per_approval
@@ -31,12 +32,21 @@ from bench.drive import (
     start_floors,
     wait_idle,
 )
-from bench.floor import FLOOR_SIGNAL, FLOOR_WORKFLOW, TURN_FLOOR_WORKFLOW
+from bench.floor import (
+    FLOOR_RUNNER,
+    FLOOR_SIGNAL,
+    FLOOR_WORKFLOW,
+    TURN_FLOOR_WORKFLOW,
+    FloorWorkflow,
+    TurnFloorWorkflow,
+)
 from bench.harness import DEFAULT_CACHE, Bench, ran_counts, say
+from bench.replay_cost import replay_cpu_ms
 from bench.sc_parked import park
 from bench.stats import median
 from core.contract import SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
 from storage.store import ProjectionStore
+from worker import replayer
 
 BACKENDS = ("sqlite", "postgresql")
 WORKERS = 2  # the new workers that take over after the SIGKILL
@@ -49,12 +59,15 @@ _TASKS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_ACT
 _TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
 
-async def after_the_decision(bench: Bench, ids: list[str], signal: str, update: str | None = None) -> dict[str, float]:
+async def after_the_decision(
+    bench: Bench, ids: list[str], replayer: Replayer, signal: str, update: str | None = None
+) -> dict[str, float]:
     """Over SAMPLED workflows, from the decision (its signal, or the workflow task that took its
     update) to the end of its turn: workflow tasks plus activity tasks per approval (median), the
     work the server and the workers do per drain; and the share whose first task was handed to the
-    killed worker and timed out there (its sticky queue, seconds later) before a new worker got it."""
-    counts, timed_out = [], 0
+    killed worker and timed out there (its sticky queue, seconds later) before a new worker got it.
+    And what replaying the first one's history up to its decision costs (bench/replay_cost.py)."""
+    counts, timed_out, before = [], 0, None
     # Spread over the drain: the decisions sent first are the ones most likely to reach the killed worker.
     for wid in ids[:: max(1, len(ids) // SAMPLED)][:SAMPLED]:
         events = (await bench.client.get_workflow_handle(wid).fetch_history()).events
@@ -62,9 +75,17 @@ async def after_the_decision(bench: Bench, ids: list[str], signal: str, update: 
         if start is not None:
             counts.append(sum(e.event_type in _TASKS for e in events[start:]))
             timed_out += any(e.event_type == _TIMED_OUT for e in events[start:])
+            before = before or (wid, events[:start])
+    replay = {}
+    if before is not None:
+        replay = {
+            "history_events_before_the_decision": len(before[1]),
+            "replay_cpu_ms_before_the_decision": await replay_cpu_ms(replayer, *before),
+        }
     return {
         "tasks_per_approval": median(counts) if counts else 0.0,
         "share_timed_out_on_the_killed_worker": round(timed_out / len(counts), 2) if counts else 0.0,
+        **replay,
     }
 
 
@@ -132,7 +153,12 @@ async def floor_drain(bench: Bench, count: int, key: str = "floor") -> dict[str,
     total = time.monotonic() - t0
     cpu = ms_per_approval(cpu_before, cpu_seconds(bench), count)
     bench.stop_workers()
-    tasks = await after_the_decision(bench, ids, FLOOR_SIGNAL)
+    floor_replayer = Replayer(
+        workflows=[TurnFloorWorkflow, FloorWorkflow],
+        workflow_runner=FLOOR_RUNNER,  # as bench/worker_main.py runs the floors
+        data_converter=bench.client.data_converter,
+    )
+    tasks = await after_the_decision(bench, ids, floor_replayer, FLOOR_SIGNAL)
     ran, asked = ran_counts(settings), script.requests_per_tag(bench.model)
     bench.check(f"{label}: every tool ran exactly once", count, sum(1 for fid in ids if ran.get(fid) == 1))
     if asks_model:
@@ -179,7 +205,9 @@ async def recover(bench: Bench, count: int, backend: str) -> dict[str, Any]:
     stop.set()
     await reporter
     bench.stop_workers()
-    tasks = await after_the_decision(bench, ids, SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE)
+    tasks = await after_the_decision(
+        bench, ids, replayer(bench.client.data_converter), SIGNAL_APPROVAL_DECISION, UPDATE_DECIDE
+    )
     ran = ran_counts(settings)
     asked = script.requests_per_tag(bench.model)
     # A database of its own per scenario phase (PostgreSQL) or a file of its own (SQLite): only these rows.

@@ -18,11 +18,17 @@ from temporalio.worker import Worker
 
 from activities.llm import ModelEndpoint
 from activities.process_watch import watch_children_by_pidfd
-from bench.floor import BareRequestWorkflow, FloorActivities, FloorModel, FloorWorkflow, TurnFloorWorkflow
+from bench.floor import (
+    FLOOR_RUNNER,
+    BareRequestWorkflow,
+    FloorActivities,
+    FloorModel,
+    FloorWorkflow,
+    TurnFloorWorkflow,
+)
 from bench.request_callers import RequestCaller
 from config.settings import Settings
 from config.telemetry import setup_tracing
-from config.workflow_sandbox import WORKFLOW_RUNNER
 from payload_store.connection import connect
 from worker import HostWorker, build_worker, metrics_options
 
@@ -49,7 +55,7 @@ async def main(kind: str, cache: int) -> None:
             workflows=[FloorWorkflow, BareRequestWorkflow, TurnFloorWorkflow] if kind == "floor" else [RequestCaller],
             activities=activities,
             max_cached_workflows=cache,
-            workflow_runner=WORKFLOW_RUNNER,  # the sandbox ours runs in: the ratio is our bookkeeping
+            workflow_runner=FLOOR_RUNNER,  # the sandbox ours runs in: the ratio is our bookkeeping
         )
     async with worker:
         print("ready", flush=True)

@@ -67,6 +67,9 @@ class CompiledOnceSandboxRunner(SandboxedWorkflowRunner):
         return _CompiledOnceInstance(det, self.runner_class, self.restrictions)
 
 
-WORKFLOW_RUNNER = CompiledOnceSandboxRunner(
-    restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")
-)
+def runner_passing_through(*packages: str) -> CompiledOnceSandboxRunner:
+    """The runner, with these packages of workflow code passed through as `workflows` is."""
+    return CompiledOnceSandboxRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*packages))
+
+
+WORKFLOW_RUNNER = runner_passing_through("workflows")

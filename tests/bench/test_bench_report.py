@@ -104,6 +104,12 @@ def test_the_recovery_section_shows_each_drains_cpu_and_its_timed_out_share() ->
     # A run from before the CPU was read renders as it did.
     del results["cpu_ratio_to_floor"]
     assert "CPU milliseconds" not in "\n".join(_recovery(results))
+    assert "replay_cpu_ms_before_the_decision" not in page, "nor a run from before the replay was timed"
+    for drain, events, ms in ((results["backends"]["sqlite"], 60, 16.9), (results["floor"], 5, 3.1)):
+        drain |= {"history_events_before_the_decision": events, "replay_cpu_ms_before_the_decision": ms}
+    page = "\n".join(_recovery(results))
+    assert "rounds of ten replays): sqlite 60 events, **16.9** ms;" in page
+    assert "floor 5 events, **3.1** ms." in page
 
 
 def test_a_rerun_replaces_its_scenarios_checks_and_leaves_one_line_per_check(tmp_path: Path) -> None:

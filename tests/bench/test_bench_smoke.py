@@ -61,6 +61,11 @@ async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkey
     assert ratio == round(result["floor"]["cpu_ms_per_approval"]["total"] / done["cpu_ms_per_approval"]["total"], 2)
     # The floor's signal costs a workflow task, its one activity, and the task that completes it.
     assert result["floor"]["tasks_per_approval"] == 3
+    # What a new worker replayed before each decision: ours a whole turn up to its approval, the
+    # floor its start alone; both replayed (a failure would raise) and both cost CPU.
+    ours_replay, floor_replay = done, result["floor"]
+    assert floor_replay["history_events_before_the_decision"] < 10 < ours_replay["history_events_before_the_decision"]
+    assert 0 < floor_replay["replay_cpu_ms_before_the_decision"] < ours_replay["replay_cpu_ms_before_the_decision"]
 
 
 async def test_history_scenario_counts_what_leaves_the_history(tmp_path: Path) -> None:
