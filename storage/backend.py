@@ -117,11 +117,14 @@ async def run_autocommit(backend: Backend, operation: Operation[T]) -> T:
     return await backend.run(operation, write=not is_postgres(backend.location))
 
 
-async def run_short(backend: Backend, operation: Operation[T]) -> T:
-    """A short write a person's decision waits for (the door's claim): on the caller's thread when
-    the store takes it at once (an embedded file no other writer holds, `Backend.try_now`), else as
-    `run_autocommit` runs it."""
+async def run_short(backend: Backend, operation: Operation[T], *, autocommit: bool = True) -> T:
+    """A short write a person's decision waits for (the door's claim, a tool's ledger and marks): on
+    the caller's thread when the store takes it at once (an embedded file no other writer holds,
+    `Backend.try_now`), else as `run_autocommit` runs it, or in one transaction (`autocommit=False`)
+    when its statements must commit together."""
     done = backend.try_now(operation)
     if done is not None:
         return done.value
-    return await run_autocommit(backend, operation)
+    if autocommit:
+        return await run_autocommit(backend, operation)
+    return await backend.run(operation)

@@ -40,7 +40,7 @@ from storage import (
     writes,
 )
 from storage import hosts as worker_hosts
-from storage.backend import Backend, Operation, StoreUnavailable, Tx, open_backend, run_short
+from storage.backend import Backend, StoreUnavailable, Tx, open_backend, run_short
 from storage.reader import ApprovalFilter, Page
 from storage.users import Contact, Principal
 
@@ -73,11 +73,8 @@ class ProjectionStore:
         await self.backend.run(lambda tx: writes.keep_trace(tx, request_id, traceparent))
 
     async def project_approval_resolved(self, payload: ApprovalResolvedProjection) -> None:
-        """On the caller's thread when the file takes it at once (see `Backend.try_now`): a tool's
-        activity writes it beside its launch, which a worker thread's hop would slow."""
-        operation: Operation[None] = lambda tx: writes.write_approval_resolved(tx, payload)  # noqa: E731
-        if self.backend.try_now(operation) is None:
-            await self.backend.run(operation)
+        """A tool's activity writes it beside its launch, which a worker thread's hop would slow."""
+        await run_short(self.backend, lambda tx: writes.write_approval_resolved(tx, payload), autocommit=False)
         if self._on_resolved is not None:
             task = asyncio.create_task(self._on_resolved(payload.approval))
             self._followers.add(task)
