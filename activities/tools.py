@@ -77,8 +77,13 @@ class ToolActivities:
 
     @activity.defn(name=LIST_TOOLS)
     async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
+        """The turn's tools; first the turn's start, when the workflow sends it (see ListToolsInput)."""
         activity.heartbeat()
-        return await self.sources.catalog(request.workspace)
+        if request.turn_start is None:
+            return await self.sources.catalog(request.workspace)
+        await self._projection.project_conversation(request.turn_start)
+        listed = await self.sources.catalog(request.workspace)
+        return listed.model_copy(update={"wrote_turn_start": True})
 
     @activity.defn(name=PREVIEW_EFFECT)
     async def preview_effect(self, request: PreviewInput) -> EffectPreview:

@@ -67,3 +67,4 @@ class ToolCatalog(WireModel):
 
     tools: list[ToolDef]
     unavailable: dict[str, str] = Field(default_factory=dict, description="source that failed to list -> why")
+    wrote_turn_start: bool = Field(default=False, description="the activity wrote the listing's turn_start")

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from core.contract import SIGNAL_TOOL_STILL_RUNNING
 from core.hosts import WorkspaceRestored, WorkspaceSaved
-from core.projection_model import ApprovalResolvedProjection
+from core.projection_model import ApprovalResolvedProjection, ConversationProjection
 from core.tool_model import ToolDef
 from core.wire_model import WireModel
 
@@ -80,6 +80,9 @@ class ListToolsInput(WireModel):
     conversation_id: str
     turn_id: str
     workspace: str | None = Field(default=None, description="as ToolRequest.workspace: whose MCP servers to list")
+    turn_start: ConversationProjection | None = Field(
+        default=None, description="the turn's start, written by the activity before it lists"
+    )
 
 
 class ToolResult(WireModel):

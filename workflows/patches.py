@@ -52,6 +52,9 @@ CEDAR_RULES = "cedar-rules"  # [cedar] policies beside the TOML rules: forbid de
 # An ApprovalRequest decided by update hands its resolution to the door that sent the decision,
 # which writes it (before, the request's deciding task wrote it by a local activity).
 REQUEST_RESOLUTION_BY_THE_DOOR = "request-resolution-by-the-door"
+# A turn's start is written by its tool listing's activity and its end by the model call whose reply
+# ends it (before, each by a projection activity of its own: two activities and tasks per turn).
+TURN_EDGES_WITH_THEIR_ACTIVITIES = "turn-edges-with-their-activities"
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those

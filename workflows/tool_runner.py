@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from core.notify_plan import plan_for
     from core.policy import network_allowed
     from core.policy_rules import PolicyRules
-    from core.projection_model import ApprovalRequestedProjection
+    from core.projection_model import ApprovalRequestedProjection, ConversationProjection
     from core.tool_model import ToolCatalog, ToolDef
     from core.tool_registry import TOOLS_UNAVAILABLE_NAME, Catalog, main_argument_text
     from core.tool_run_model import ListToolsInput, ToolRequest, ToolResult
@@ -135,18 +135,27 @@ class ToolRunner:
         """A tool call of this conversation is on its way to its host or running there."""
         return self._lock.locked()
 
-    async def list_catalog(self, turn_id: str) -> Catalog:
-        """The tools this turn offers, listed by an activity so replay sees what the model saw."""
+    async def list_catalog(self, turn_id: str, turn_start: ConversationProjection | None = None) -> Catalog:
+        """The tools this turn offers, listed by an activity so replay sees what the model saw.
+        `turn_start`: the turn's start, written by the listing's activity before it lists (or by a
+        projection activity after it, when the listing's worker did not: one from before it could)."""
         if not workflow.patched(patches.TOOL_CATALOG_ACTIVITY):
+            if turn_start is not None:
+                await calls.project(turn_start)
             return self._catalog
         try:
             listing = ListToolsInput(
-                conversation_id=self._ctx.conversation_id, turn_id=turn_id, workspace=self._ctx.owner.workspace_key()
+                conversation_id=self._ctx.conversation_id,
+                turn_id=turn_id,
+                workspace=self._ctx.owner.workspace_key(),
+                turn_start=turn_start,
             )
             listed = await calls.list_tools(listing)
         except ActivityError as err:
             why = f"the tools could not be listed: {err.__cause__ or err}"
             listed = ToolCatalog(tools=list(BUILTIN_CATALOG.tools.values()), unavailable={"configured tools": why})
+        if turn_start is not None and not listed.wrote_turn_start:
+            await calls.project(turn_start)
         self._catalog = Catalog(listed.tools, listed.unavailable)
         self._catalog = self._ctx.owner.offered_tools(self._catalog)
         if listed.unavailable:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
 from temporalio.testing import WorkflowEnvironment
 
@@ -141,9 +141,13 @@ async def test_collecting_deletes_what_only_a_closed_conversation_refers_to(
     stray = LocalBlobFiles(store)
     await stray.put("blobs", {"ab" * 32: b"written by a payload no history names yet"})
     young = stray.path_for("blobs", "ab" * 32)
-    closed_roots = [
-        r.claim_data["hash_value"] for r in references(await client.get_workflow_handle(closed).fetch_history())
-    ]
+
+    def roots_of(history: WorkflowHistory) -> set[str]:
+        return {r.claim_data["hash_value"] for r in references(history)}
+
+    # Both conversations' turns list the same tools: that result is one root, which the waiting one keeps.
+    kept_roots = roots_of(await client.get_workflow_handle(kept).fetch_history())
+    closed_roots = roots_of(await client.get_workflow_handle(closed).fetch_history()) - kept_roots
     assert closed_roots
 
     spared = await collect_payloads(client, settings, retention_seconds=3600)  # everything is young
@@ -153,5 +157,6 @@ async def test_collecting_deletes_what_only_a_closed_conversation_refers_to(
     report = await collect_payloads(client, settings, retention_seconds=0)
     assert report.deleted_files > 0 and not young.exists()
     assert not any(stray.path_for("roots", digest).exists() for digest in closed_roots)
+    assert all(stray.path_for("roots", digest).exists() for digest in kept_roots)
     # The waiting conversation's payloads are all there: its history replays from the store.
     assert await replay_recorded(client, [kept], "collected") >= 1
