@@ -55,6 +55,8 @@ REQUEST_RESOLUTION_BY_THE_DOOR = "request-resolution-by-the-door"
 # A turn's start is written by its tool listing's activity and its end by the model call whose reply
 # ends it (before, each by a projection activity of its own: two activities and tasks per turn).
 TURN_EDGES_WITH_THEIR_ACTIVITIES = "turn-edges-with-their-activities"
+# A turn's tool host is picked while the asked calls are judged (before, one after the other).
+HOST_BESIDE_JUDGING = "host-beside-judging"
 
 # The patches a decided call checks on its way to its tool. The SDK records a marker and a search
 # attribute update the first time a run checks a patch; checked when the request opens, those

@@ -198,10 +198,15 @@ class ToolRunner:
         asked call of the message goes to a person together, and the rest follow as decisions land."""
         plans = [self._plan(call) for call in tool_calls]
         await self._shadow.record(turn_id, shadow_differences(plans))
-        if any(plan.verdict in ("allow", "ask") for plan in plans):
-            # Choose the host before anyone is asked, so a decision is never kept waiting for it.
-            await self._ctx.hosts.host_queue_now()
-        await self._judge_before_asking(turn_id, plans)
+        # Choose the host before anyone is asked, so a decision is never kept waiting for it; since
+        # HOST_BESIDE_JUDGING, while grants and the pre-screen judge the asked calls (independent reads).
+        choose_host = any(plan.verdict in ("allow", "ask") for plan in plans)
+        if choose_host and workflow.patched(patches.HOST_BESIDE_JUDGING):
+            await asyncio.gather(self._ctx.hosts.host_queue_now(), self._judge_before_asking(turn_id, plans))
+        else:
+            if choose_host:
+                await self._ctx.hosts.host_queue_now()
+            await self._judge_before_asking(turn_id, plans)
         first_ask = next((i for i, plan in enumerate(plans) if plan.verdict == "ask"), len(plans))
         for plan in plans[:first_ask]:
             await self._settle(turn_id, plan)
