@@ -228,13 +228,11 @@ def _recovery(s: dict[str, Any]) -> list[str]:
     head = ["backend", "approvals", "new workers ready s", "all decisions sent s", "every turn complete s",
             "approvals/s", "tools run", "model requests / assistant messages"]  # fmt: skip
     floor = s.get("floor")
-    for name, key in (("floor (a signal, one activity)", "floor"),
-                      ("turn floor (a signal, the same activity, one model call)", "floor_turn")):  # fmt: skip
-        if (drain := s.get(key)) is not None:
-            rows.append([name, f"{drain['workflows']:,}", drain["workers_start_seconds"],
-                         drain["seconds_to_send_all_signals"], drain["seconds_until_every_one_ran"],
-                         drain["approvals_per_second"], f"{drain['tools_run']:,}" if "tools_run" in drain else "",
-                         f"{drain['model_requests']:,}" if "model_requests" in drain else ""])  # fmt: skip
+    for name, drain in _floors(s).items():
+        rows.append([_floor_described(name), f"{drain['workflows']:,}", drain["workers_start_seconds"],
+                     drain["seconds_to_send_all_signals"], drain["seconds_until_every_one_ran"],
+                     drain["approvals_per_second"], f"{drain['tools_run']:,}" if "tools_run" in drain else "",
+                     f"{drain['model_requests']:,}" if "model_requests" in drain else ""])  # fmt: skip
     out += _table(head, rows)
     if "ratio_to_floor" in s:
         ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_floor"].items())
@@ -243,8 +241,8 @@ def _recovery(s: dict[str, Any]) -> list[str]:
         ratios = ", ".join(f"{backend} **{ratio}**" for backend, ratio in s["ratio_to_turn_floor"].items())
         out += [
             "The turn floor does the work a turn of ours does after its decision (the same tool activity, then"
-            " one request for the scripted model's answer to its result) without our bookkeeping; drain rate"
-            f" over the turn floor's (ratio_to_turn_floor): {ratios}.",
+            " one request for the scripted model's answer to its result) without our bookkeeping"
+            f"{_drained_after(s)}; drain rate over the turn floor's (ratio_to_turn_floor): {ratios}.",
             "",
         ]
     if "task_ratio_to_floor" in s and floor is not None:
@@ -280,7 +278,26 @@ def _recovery_replay(drains: dict[str, Any]) -> list[str]:
 
 
 def _floors(s: dict[str, Any]) -> dict[str, Any]:
-    return {name: s[key] for name, key in (("floor", "floor"), ("turn floor", "floor_turn")) if key in s}
+    """The floors' drains by the name the tables give them: the turn floor once per backend, when it
+    was drained after each (`floor_turn_after`)."""
+    drains = {"floor": s["floor"]} if "floor" in s else {}
+    if "floor_turn_after" in s:
+        drains |= {f"turn floor after {backend}": r for backend, r in s["floor_turn_after"].items()}
+    elif "floor_turn" in s:
+        drains["turn floor"] = s["floor_turn"]
+    return drains
+
+
+def _floor_described(name: str) -> str:
+    if name == "floor":
+        return "floor (a signal, one activity)"
+    return name.replace("turn floor", "turn floor (a signal, the same activity, one model call)", 1)
+
+
+def _drained_after(s: dict[str, Any]) -> str:
+    if "floor_turn_after" not in s:
+        return ""
+    return ", drained right after each backend's drain and compared with it"
 
 
 def _turn_floor_tasks(s: dict[str, Any]) -> str:

@@ -112,6 +112,27 @@ def test_the_recovery_section_shows_each_drains_cpu_and_its_timed_out_share() ->
     assert "floor 5 events, **3.1** ms." in page
 
 
+def test_a_turn_floor_drained_after_each_backend_shows_as_one_drain_each() -> None:
+    ours = {"temporal": 31.0, "postgresql": 0.0, "workers": 37.0, "bench": 2.5, "total": 70.5}
+    turn = {"temporal": 26.0, "postgresql": 0.0, "workers": 20.0, "bench": 2.0, "total": 48.0}
+    after_pg = {**turn, "total": 60.0}
+    results: dict[str, Any] = {
+        "workers": 2,
+        "backends": {"sqlite": _drain(20.0, 5.0, ours, 0.0), "postgresql": _drain(18.0, 5.0, ours, 0.0)},
+        "floor": _drain(32.0, 3.0, turn, 1.0),
+        "floor_turn_after": {"sqlite": _drain(24.0, 5.0, turn, 0.5), "postgresql": _drain(21.0, 5.0, after_pg, 0.5)},
+        "ratio_to_turn_floor": {"sqlite": 0.83, "postgresql": 0.86},
+        "cpu_ratio_to_floor": {"sqlite": 0.68, "postgresql": 0.68},
+        "cpu_ratio_to_turn_floor": {"sqlite": 0.68, "postgresql": 0.85},
+    }
+    page = "\n".join(_recovery(results))
+    assert "| turn floor after sqlite | 26.0 | 0.0 | 20.0 | 2.0 | 48.0 | 0.5 |" in page
+    assert "| turn floor after postgresql | 26.0 | 0.0 | 20.0 | 2.0 | 60.0 | 0.5 |" in page
+    assert "| turn floor (a signal, the same activity, one model call) after postgresql | 1,000 |" in page
+    assert "drained right after each backend's drain and compared with it;" in page
+    assert "(ratio_to_turn_floor): sqlite **0.83**, postgresql **0.86**." in page
+
+
 def test_a_rerun_replaces_its_scenarios_checks_and_leaves_one_line_per_check(tmp_path: Path) -> None:
     def check(name: str, actual: int) -> dict[str, Any]:
         return {"name": name, "expected": 1, "actual": actual, "ok": actual == 1}
