@@ -1,6 +1,7 @@
 """What asking costs in history: the task that takes the model's reply schedules the host's pick
-and the asked call's judgement together (`host-beside-judging`), so a person sees the request one
-activity's round trip sooner, and a conversation waiting for its decision replays one task less."""
+and the asked call's judgement together (`host-beside-judging`), so the two run at once and a person
+sees the request one activity's round trip sooner. (Their results end in one workflow task when they
+arrive together, else in one each, as before.)"""
 
 from __future__ import annotations
 
