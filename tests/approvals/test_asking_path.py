@@ -10,9 +10,9 @@ from temporalio.client import Client
 
 from config.settings import Settings
 from core.conversation_model import DecisionInput
-from doors.control import send_decision, start_conversation
+from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.support.helpers import approval_row, wait_pending, wait_status, workspace_of
+from tests.support.helpers import approval_row, start_and_wait, wait_status, workspace_of
 from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import EXECUTE_TOOL, JUDGE_CALL, PICK_TOOL_HOST
@@ -23,8 +23,8 @@ async def test_the_host_is_picked_in_the_task_that_judges_the_asked_call(
 ) -> None:
     model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "notes.txt", "content": "hello"}))
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "write hello to notes.txt"))
-        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        asked = await start_and_wait(client, settings, "write hello to notes.txt", histories, pending=1)
+        cid, [row] = asked.conversation_id, asked.pending
         history = await client.get_workflow_handle(cid).fetch_history()
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         await wait_status(client, cid, "idle", tool_results=1)

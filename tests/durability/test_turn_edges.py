@@ -18,7 +18,7 @@ from core.conversation_model import DecisionInput
 from demo_model.server import text_reply
 from doors.control import get_state, send_decision, send_message, set_auto_approve, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.support.helpers import TURN_EVENTS, eventually, rows, wait_pending, wait_status
+from tests.support.helpers import TURN_EVENTS, eventually, rows, start_and_wait, wait_status
 from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import PROJECT_CONVERSATION
@@ -44,8 +44,8 @@ async def test_two_turns_write_their_edges_without_a_projection_activity(
 ) -> None:
     model.behaviour = calls_then_summary(("call_1", "write_file", {"path": "notes.txt", "content": "hello"}))
     async with build_worker(client, settings):
-        cid = histories.track(await start_conversation(client, settings, "write hello to notes.txt"))
-        [row] = await wait_pending(settings.approvals_db, cid, 1)
+        asked = await start_and_wait(client, settings, "write hello to notes.txt", histories, pending=1)
+        cid, [row] = asked.conversation_id, asked.pending
         await send_decision(client, settings, DecisionInput(request_id=row["request_id"], decision="allow"))
         await wait_status(client, cid, "idle", tool_results=1)
         await eventually(lambda: row_status(settings, cid, "idle"))
