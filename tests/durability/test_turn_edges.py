@@ -5,6 +5,7 @@ came between the call and its reply, and when the model's worker cannot write.""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -20,6 +21,7 @@ from doors.control import get_state, send_decision, send_message, set_auto_appro
 from tests.conftest import HistoryRecorder
 from tests.support.helpers import TURN_EVENTS, eventually, rows, start_and_wait, wait_status
 from tests.support.scripts import ScriptedModel, calls_then_summary
+from tests.support.ui_fixtures import api_client
 from worker import build_worker
 from workflows.activity_calls import PROJECT_CONVERSATION
 from workflows.switches import EVENT_AUTO_APPROVE
@@ -125,3 +127,46 @@ async def test_a_model_worker_that_cannot_write_leaves_the_turn_end_to_the_workf
     assert activities.count(PROJECT_CONVERSATION) == 1
     events = [e["event_type"] for e in rows(settings.approvals_db, TURN_EVENTS, cid)]
     assert [e for e in events if e.startswith("turn.")] == ["turn.started", "turn.completed"]
+
+
+class HeldTurnEnds:
+    """The worker's turn-end writes, each held after it is written until the test lets the model's
+    activity return: the event log shows the turn's end while the workflow has not taken the reply."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.written = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def project_conversation(self, conv: Any) -> None:
+        await self._store.project_conversation(conv)
+        self.written.set()
+        await self.release.wait()
+
+
+async def test_a_detail_read_on_the_turn_end_event_waits_for_the_workflow_to_take_the_reply(
+    client: Client, settings: Settings, model: ScriptedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held: list[HeldTurnEnds] = []
+
+    class HeldModelActivities(LlmActivities):
+        def __init__(self, *args: Any, turn_ends: Any = None, **kwargs: Any) -> None:
+            held.append(HeldTurnEnds(turn_ends))
+            super().__init__(*args, turn_ends=held[-1], **kwargs)
+
+    monkeypatch.setattr("worker.LlmActivities", HeldModelActivities)
+    model.behaviour = lambda messages: text_reply("the whole reply")
+    async with build_worker(client, settings), api_client(settings, client) as http:
+        cid = await start_conversation(client, settings, "hello")
+        [turn_ends] = held
+        try:
+            await asyncio.wait_for(turn_ends.written.wait(), 30)
+            before = await get_state(client, cid)
+            reading = asyncio.create_task(http.get(f"/api/conversations/{cid}"))
+            await asyncio.sleep(0.2)
+        finally:
+            turn_ends.release.set()
+        detail = (await reading).json()
+    assert before.turn_status == "running" and before.messages[-1].content == "hello"
+    assert detail["turn_status"] == "idle"
+    assert detail["messages"][-1]["content"] == "the whole reply"
