@@ -156,7 +156,6 @@ def build_worker(client: Client, settings: Settings | None = None, **worker_opti
         max_tokens=settings.llm_max_tokens,
         stream=settings.llm_stream,
         deltas=projection,
-        turn_ends=projection,
     )
     sandbox = settings.sandbox_policy()
     saves = WorkspaceSaves.from_settings(settings)

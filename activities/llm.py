@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -22,7 +22,6 @@ from activities.heartbeat import heartbeating
 from activities.stream_publisher import DeltaPublisher, DeltaSink
 from core.chat_model import ChatMessage, LlmReply, LlmRequest, TokenUsage, ToolCall
 from core.contract import ERROR_LLM_EMPTY_RESPONSE
-from core.turn_projection import ConversationProjection
 from workflows.activity_calls import CALL_LLM
 
 if TYPE_CHECKING:
@@ -34,12 +33,6 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_TOKENS = 4096
 log = logging.getLogger(__name__)
-
-
-class TurnEndSink(Protocol):
-    """Where a reply that ends its turn writes that end (the worker's projection store)."""
-
-    async def project_conversation(self, conv: ConversationProjection) -> None: ...
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
@@ -246,13 +239,9 @@ class LlmActivities:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         stream: bool = False,
         deltas: DeltaSink | None = None,
-        turn_ends: TurnEndSink | None = None,
     ) -> None:
         self.endpoint = ModelEndpoint(base_url, api_key, model, timeout=timeout, max_tokens=max_tokens, stream=stream)
         self._deltas = deltas
-        # Where a reply that ends its turn writes that end (LlmRequest.turn_end); None: the
-        # workflow's own projection activity writes it instead.
-        self._turn_ends = turn_ends
         load_client_library()
 
     def _publisher(self, request: LlmRequest) -> DeltaPublisher | None:
@@ -278,10 +267,5 @@ class LlmActivities:
             request.turn_id,
             len(request.messages),
         )
-        reply = await heartbeating(
-            self.endpoint.reply(request.messages, request.tools, self._publisher(request)), activity.heartbeat
-        )
-        if request.turn_end is None or reply.tool_calls or self._turn_ends is None:
-            return reply
-        await self._turn_ends.project_conversation(request.turn_end)
-        return reply.model_copy(update={"wrote_turn_end": True})
+        reply = self.endpoint.reply(request.messages, request.tools, self._publisher(request))
+        return await heartbeating(reply, activity.heartbeat)

@@ -6,7 +6,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from core.turn_projection import ConversationProjection
 from core.wire_model import WireModel
 
 
@@ -36,10 +35,9 @@ class LlmReply(ChatMessage):
     ChatMessage part; a result recorded before usage existed decodes with usage None."""
 
     usage: TokenUsage | None = None
-    wrote_turn_end: bool = Field(default=False, description="the activity wrote the request's turn_end")
 
     def message(self) -> ChatMessage:
-        return ChatMessage.model_validate(self.model_dump(exclude={"usage", "wrote_turn_end"}))
+        return ChatMessage.model_validate(self.model_dump(exclude={"usage"}))
 
 
 class ContextAnchor(WireModel):
@@ -58,6 +56,3 @@ class LlmRequest(WireModel):
     messages: list[ChatMessage]
     tools: list[dict[str, Any]]
     purpose: LlmPurpose = Field(default="reply", description="summarise: a compaction's summary request")
-    turn_end: ConversationProjection | None = Field(
-        default=None, description="the turn's end, written by the activity when the reply asks for no tool"
-    )

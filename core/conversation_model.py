@@ -14,10 +14,10 @@ from core.policy_rules import DelegationLimits, NotifyPlan, PolicyRules
 from core.prescreen_verdict import PrescreenVerdict
 from core.previews import EffectPreview
 from core.tool_model import PermissionType, ToolSource
-from core.turn_projection import TurnStatus as TurnStatus
 from core.why import WhyContext
 from core.wire_model import WireModel
 
+TurnStatus = Literal["idle", "running", "awaiting_approval", "failed", "closed"]
 # `edit`: approve with arguments a person changed (the decision sends them).
 Decision = Literal["allow", "deny", "always_allow", "edit"]
 # `stale`: approved, but its target changed before it ran; it did not run and was asked again.

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from core.chat_model import ChatMessage
-from core.conversation_model import ApprovalRecord
-from core.turn_projection import ConversationProjection as ConversationProjection
-from core.turn_projection import ProjectionEvent as ProjectionEvent
+from core.conversation_model import ApprovalRecord, TurnStatus
 from core.wire_model import WireModel
+
+
+class ProjectionEvent(WireModel):
+    """One ordered event for the UI; event_key makes a retried write a no-op."""
+
+    event_key: str
+    event_type: str
+    conversation_id: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConversationProjection(WireModel):
+    conversation_id: str
+    turn_status: TurnStatus
+    pending_count: int
+    updated_at: datetime
+    version: int = Field(description="increases with every write of one conversation; older writes lose")
+    parent_id: str | None = Field(default=None, description="the conversation that delegated to this one")
+    events: list[ProjectionEvent] = Field(default_factory=list)
 
 
 class ArchivedMessage(WireModel):

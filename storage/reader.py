@@ -244,10 +244,6 @@ async def _with_approvals(items: list[dict[str, Any]], tx: Tx) -> list[dict[str,
     return items
 
 
-async def event_written(tx: Tx, event_key: str) -> bool:
-    return await tx.fetchone("SELECT 1 AS found FROM ui_events WHERE event_key = ?", (event_key,)) is not None
-
-
 async def latest_event_id(tx: Tx) -> int:
     """The newest event's position (0 for an empty log): where a fresh stream starts."""
     row = await tx.fetchone("SELECT COALESCE(MAX(event_id), 0) AS latest FROM ui_events")

@@ -352,9 +352,6 @@ class ProjectionStore:
         return await self.backend.run(operation, write=False)
 
     # Events.
-    async def event_written(self, event_key: str) -> bool:
-        return await self.backend.run(lambda tx: reader.event_written(tx, event_key), write=False)
-
     async def latest_event_id(self) -> int:
         return await self.backend.run(reader.latest_event_id, write=False)
 

@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from fastapi import Request, Response
-from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from core.compaction import SUMMARY_NAME
-from core.conversation_model import ConversationState
 from core.tool_registry import TOOLS_UNAVAILABLE_NAME
 from doors import control
 from storage.reader import BadCursor
-from storage.store import ProjectionStore
 from ui import queries
 from ui.bodies import AutoApproveBody, MessageBody, StartBody, json_body, read_json_body
 from ui.errors import Conflict, NotFound, ServiceUnavailable, Unprocessable
@@ -33,13 +28,8 @@ from ui.route_support import (
 )
 from ui.security import principal_of
 from ui.temporal import WorkerUnavailable, query_state, rpc_error_to_http, status_from_search_attributes
-from workflows.status import StatusKeeper
 
 router = api_router()
-# How long a conversation's detail waits for the workflow to take the reply whose turn end the
-# event log already shows (`_past_its_turn_end`), and how often it asks meanwhile.
-TURN_END_CATCH_UP_SECONDS = 2.0
-TURN_END_RETRY_SECONDS = 0.05
 
 
 @router.get("/conversations")
@@ -87,7 +77,7 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     }
     try:
         client = await client_of(request)
-        state = await _past_its_turn_end(client, store_of(request), await query_state(client, conversation_id))
+        state = await query_state(client, conversation_id)
     except (WorkerUnavailable, ServiceUnavailable, NotFound) as err:
         status = row["turn_status"] if row else None
         if status is None and isinstance(err, WorkerUnavailable):
@@ -104,23 +94,6 @@ async def get_conversation(request: Request, conversation_id: str) -> dict[str, 
     # Written before messages leave the workflow, the archive may be ahead of the state just read.
     dumped["archived"] = archived[: state.archived_messages]
     return {**view, **dumped, "worker_online": True, "notice": None}
-
-
-async def _past_its_turn_end(client: Client, store: ProjectionStore, state: ConversationState) -> ConversationState:
-    """The model call whose reply ends a turn writes `turn.completed` a moment before the workflow's
-    task takes that reply (StatusKeeper.prepare): a reader who reloads on the event would get the
-    state from before it. While the log holds the end of the turn the state is still running, the
-    state is asked again, for at most TURN_END_CATCH_UP_SECONDS."""
-    if state.turn_status != "running" or state.turn_id is None:
-        return state
-    ended = StatusKeeper(state.conversation_id).event("turn.completed", state.turn_id)
-    if not await store.event_written(ended.event_key):
-        return state
-    deadline = time.monotonic() + TURN_END_CATCH_UP_SECONDS
-    while state.turn_status == "running" and time.monotonic() < deadline:
-        await asyncio.sleep(TURN_END_RETRY_SECONDS)
-        state = await query_state(client, state.conversation_id)
-    return state
 
 
 def _projection_only(

@@ -53,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
     from core.policy_rules import PolicyRules
     from core.tool_registry import Catalog
     from core.tool_run_model import ToolResult, ToolStillRunning
-    from core.turn_projection import ConversationProjection
     from workflows import activity_calls as calls
     from workflows.context import ContextKeeper
     from workflows.decision_handlers import DecisionHandlers
@@ -90,7 +89,6 @@ class ConversationWorkflow(DecisionHandlers):
         self._closed = False
         self._workspace: str | None = None  # chosen at the start of run()
         self._last_error: str | None = None
-        self._turn_end_written: ConversationProjection | None = None  # see _model_reply
         self._book = ApprovalBook(self._id, start.always_allow, start.resolved, start.always_allow_hashes)
         self._auto_approve = start.auto_approve
         self._switches = Switches(start)
@@ -197,7 +195,7 @@ class ConversationWorkflow(DecisionHandlers):
         turn_id = self._turn_id = f"turn_{self._turn_count}"
         self._last_error = None
         self._messages.append(ChatMessage(role="user", content=text))
-        if workflow.patched(patches.TURN_EDGES_WITH_THEIR_ACTIVITIES):
+        if workflow.patched(patches.TURN_START_WITH_THE_LISTING):
             started = [self._status.event("turn.started", turn_id, {"text": text})]
             await self._tools.list_catalog(turn_id, self._status.snapshot("running", [], started))
         else:
@@ -210,9 +208,7 @@ class ConversationWorkflow(DecisionHandlers):
             reply = self._tools.normalise_ids(answer)
             self._messages.append(reply)
             if not reply.tool_calls:
-                ended, self._turn_end_written = self._turn_end_written, None
-                if ended is None or not self._status.adopt(ended, []):
-                    await self._status.set("idle", [], event="turn.completed", key=turn_id)
+                await self._status.set("idle", [], event="turn.completed", key=turn_id)
                 return
             await self._tools.run_all(turn_id, reply.tool_calls)
             if self._closed:
@@ -247,18 +243,10 @@ class ConversationWorkflow(DecisionHandlers):
         return reply.message()
 
     async def _model_reply(self, turn_id: str, tools: list[dict]) -> LlmReply | None:
-        """None: the conversation was closed while the model was writing (the call is cancelled).
-        The call carries the turn's end, which its activity writes when the reply asks for no tool:
-        the turn then ends without a projection activity's round trip (`_turn_end_written`)."""
-        request = self._context.request(turn_id, self._messages, tools)
-        self._turn_end_written = None
-        if workflow.patched(patches.TURN_EDGES_WITH_THEIR_ACTIVITIES):
-            ended = [self._status.event("turn.completed", turn_id)]
-            request.turn_end = self._status.prepare("idle", [], ended)
-        reply = await unless_closed(calls.call_llm(request), self.is_closed)
-        if reply is not None and reply.wrote_turn_end:
-            self._turn_end_written = request.turn_end
-        return reply
+        """None: the conversation was closed while the model was writing (the call is cancelled)."""
+        return await unless_closed(
+            calls.call_llm(self._context.request(turn_id, self._messages, tools)), self.is_closed
+        )
 
     async def _compact(self, turn_id: str, tools: list[dict]) -> None:
         compacted = await self._context.compact(turn_id, self._messages, tools)

@@ -52,9 +52,8 @@ CEDAR_RULES = "cedar-rules"  # [cedar] policies beside the TOML rules: forbid de
 # An ApprovalRequest decided by update hands its resolution to the door that sent the decision,
 # which writes it (before, the request's deciding task wrote it by a local activity).
 REQUEST_RESOLUTION_BY_THE_DOOR = "request-resolution-by-the-door"
-# A turn's start is written by its tool listing's activity and its end by the model call whose reply
-# ends it (before, each by a projection activity of its own: two activities and tasks per turn).
-TURN_EDGES_WITH_THEIR_ACTIVITIES = "turn-edges-with-their-activities"
+# A turn's start is written by its tool listing's activity (before, by a projection activity of its own).
+TURN_START_WITH_THE_LISTING = "turn-start-with-the-listing"
 # A turn's tool host is picked while the asked calls are judged (before, one after the other).
 HOST_BESIDE_JUDGING = "host-beside-judging"
 

@@ -30,7 +30,6 @@ class StatusKeeper:
         self._seq = 0
         self._held: tuple[TurnStatus, int] | None = None  # not yet published (see snapshot)
         self._publishing: asyncio.Future[None] | None = None
-        self._prepared: tuple[int, ConversationProjection] | None = None  # see prepare
 
     def snapshot(
         self,
@@ -49,37 +48,6 @@ class StatusKeeper:
         tool to the worker, and the read model shows the decision at once anyway. A timer keeps
         the STATUS_CATCH_UP, or with `tool_tells` the tool's activity does (`tool_tells_after`):
         then the decision's task starts no timer either."""
-        self._make_current(status, pending, publish_later=publish_later, tool_tells=tool_tells)
-        return self._projection(status, pending, events)
-
-    def prepare(
-        self, status: TurnStatus, pending: list[ApprovalRecord], events: list[ProjectionEvent]
-    ) -> ConversationProjection:
-        """A write for a status that is not current yet: an activity writes it when what it waits
-        for happens (a model's reply that asks for no tool ends the turn). It takes its version now,
-        so any write snapshotted after it wins; `adopt` then makes the status current in Temporal."""
-        projection = self._projection(status, pending, events)
-        self._prepared = (self._seq, projection)
-        return projection
-
-    def adopt(self, projection: ConversationProjection, pending: list[ApprovalRecord]) -> bool:
-        """Make the prepared write's status current, as `snapshot` would, once an activity wrote it.
-        False when another write was snapshotted since: the prepared one is older and lost to it
-        (or will), so the caller writes the status again."""
-        if self._prepared is None or self._prepared[0] != self._seq or self._prepared[1] is not projection:
-            return False
-        self._prepared = None
-        self._make_current(projection.turn_status, pending)
-        return True
-
-    def _make_current(
-        self,
-        status: TurnStatus,
-        pending: list[ApprovalRecord],
-        *,
-        publish_later: bool = False,
-        tool_tells: bool = False,
-    ) -> None:
         if (status, len(pending)) != (self.turn_status, self._pending) or self._held is not None:
             if publish_later:
                 self._hold(status, len(pending), timer=not tool_tells)
@@ -87,10 +55,6 @@ class StatusKeeper:
                 self._publish(status, len(pending))
         self.turn_status, self._pending = status, len(pending)
         workflow.set_current_details(_details(status, pending))
-
-    def _projection(
-        self, status: TurnStatus, pending: list[ApprovalRecord], events: list[ProjectionEvent]
-    ) -> ConversationProjection:
         self._seq += 1
         now = workflow.now()
         return ConversationProjection(

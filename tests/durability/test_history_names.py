@@ -20,8 +20,7 @@ NEW_SINCE_THE_RENAME: tuple[str, ...] = (
     "decisions/supplied_password_approved_from_the_cli.json",
     "decisions/approved_and_denied_through_links.json",
     "requests/approval-3ba52a059b2dba74037a.resolution_written_by_the_door_that_decided.json",
-    "turns/edges_written_with_the_listing_and_the_model_call.json",
-    "turns/turn_end_written_again_after_a_switch_during_the_model_call.json",
+    "turns/turn_start_written_with_the_listing.json",
     "hosts/host_picked_while_the_asked_call_is_judged.json",
 )
 
