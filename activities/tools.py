@@ -77,11 +77,17 @@ class ToolActivities:
 
     @activity.defn(name=LIST_TOOLS)
     async def list_tools(self, request: ListToolsInput) -> ToolCatalog:
-        """The turn's tools; first the turn's start, when the workflow sends it (see ListToolsInput)."""
+        """The turn's tools; first the turn's start, when the workflow sends it (see ListToolsInput).
+        A read model that refuses that write does not fail the listing: the workflow then writes the
+        start with its own projection activity, retried until the read model takes it."""
         activity.heartbeat()
         if request.turn_start is None:
             return await self.sources.catalog(request.workspace)
-        await self._projection.project_conversation(request.turn_start)
+        try:
+            await self._projection.project_conversation(request.turn_start)
+        except Exception as err:
+            activity.logger.warning("the start of %s is left to the workflow: %s", request.turn_id, err)
+            return await self.sources.catalog(request.workspace)
         listed = await self.sources.catalog(request.workspace)
         return listed.model_copy(update={"wrote_turn_start": True})
 

@@ -6,20 +6,27 @@ taken the reply: the read model never shows a state history does not hold."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
 
+from activities.ledger import Ledger
 from activities.tools import ToolActivities
 from config.settings import Settings
 from core.conversation_model import DecisionInput
+from core.projection_model import ConversationProjection
 from core.tool_model import ToolCatalog
 from core.tool_run_model import ListToolsInput
 from demo_model.server import text_reply
 from doors.control import get_state, send_decision, send_message, start_conversation
+from storage.backend import StoreUnavailable
+from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
 from tests.support.helpers import TURN_EVENTS, eventually, rows, start_and_wait, wait_status
 from tests.support.scripts import ScriptedModel, calls_then_summary
@@ -92,3 +99,27 @@ async def test_a_listing_worker_that_cannot_write_leaves_the_turn_start_to_the_w
         activities: list[Any] = await scheduled_activities(client, cid)
     assert activities == [LIST_TOOLS, PROJECT_CONVERSATION, "call_llm", PROJECT_CONVERSATION]
     assert turn_events(settings, cid) == ["turn.started", "turn.completed"]
+
+
+class RefusingReadModel(ProjectionStore):
+    """A read model whose conversation rows cannot be written (a full disk, a database away)."""
+
+    async def project_conversation(self, conv: ConversationProjection) -> None:
+        raise StoreUnavailable("the read model (APPROVALS_DB) cannot be written: its disk is full")
+
+
+async def test_a_start_the_read_model_refuses_leaves_the_listing_whole(tmp_path: Path) -> None:
+    ledger, projection = Ledger(tmp_path / "ledger.db"), RefusingReadModel(tmp_path / "approvals.db")
+    tools = ToolActivities(tmp_path / "workspace", ledger, projection)
+    start = ConversationProjection(
+        conversation_id="c", turn_status="running", pending_count=0, updated_at=datetime.now(UTC), version=1
+    )
+    try:
+        listed = await ActivityEnvironment().run(
+            tools.list_tools, ListToolsInput(conversation_id="c", turn_id="turn_1", turn_start=start)
+        )
+    finally:
+        await ledger.close()
+        await projection.close()
+    assert not listed.wrote_turn_start  # so the workflow writes it by its projection activity
+    assert "write_file" in {tool.name for tool in listed.tools} and not listed.unavailable
