@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
@@ -86,6 +87,8 @@ async def largest_event_bytes(client: Client, conversation_id: str) -> int:
     return largest
 
 
+# The hang guard: at full size this conversation took 252 s on a slow evening (the default guard is 300 s).
+@pytest.mark.timeout(600)
 @at_scale("batches", quick=14, full=28)
 async def test_turns_of_big_tool_results_stay_within_the_budget(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, batches: int
