@@ -81,15 +81,18 @@ class ToolActivities:
         A read model that refuses that write does not fail the listing: the workflow then writes the
         start with its own projection activity, retried until the read model takes it."""
         activity.heartbeat()
-        if request.turn_start is None:
-            return await self.sources.catalog(request.workspace)
+        wrote = request.turn_start is not None and await self._write_turn_start(request)
+        listed = await self.sources.catalog(request.workspace)
+        return listed.model_copy(update={"wrote_turn_start": True}) if wrote else listed
+
+    async def _write_turn_start(self, request: ListToolsInput) -> bool:
+        assert request.turn_start is not None
         try:
             await self._projection.project_conversation(request.turn_start)
         except Exception as err:
             activity.logger.warning("the start of %s is left to the workflow: %s", request.turn_id, err)
-            return await self.sources.catalog(request.workspace)
-        listed = await self.sources.catalog(request.workspace)
-        return listed.model_copy(update={"wrote_turn_start": True})
+            return False
+        return True
 
     @activity.defn(name=PREVIEW_EFFECT)
     async def preview_effect(self, request: PreviewInput) -> EffectPreview:

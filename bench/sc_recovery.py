@@ -114,10 +114,12 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
         floors["floor_turn"] = next(iter(turn_floors.values()))
     floor = floors["floor"]
 
-    def rate_ratio(over: dict[str, Any]) -> dict[str, float]:
-        return {b: round(r["approvals_per_second"] / over["approvals_per_second"], 2) for b, r in backends.items()}
+    # Each backend over its own drain of a floor (`over`, by backend).
+    def rate_ratio(over: dict[str, dict[str, Any]]) -> dict[str, float]:
+        return {b: round(r["approvals_per_second"] / over[b]["approvals_per_second"], 2) for b, r in backends.items()}
 
-    ratio = rate_ratio(floor)
+    the_floor = {b: floor for b in backends}
+    ratio = rate_ratio(the_floor)
     # The drain is bound by Temporal tasks: at the floor's cost per task, the best ratio is the task ratio.
     task_ratio = {
         b: round(floor["tasks_per_approval"] / max(r["tasks_per_approval"], 1), 2) for b, r in backends.items()
@@ -125,22 +127,19 @@ async def run(bench: Bench, count: int) -> dict[str, Any]:
 
     # And by CPU: with the cores as full as the floor's, the ratio is the floor's CPU per approval over
     # ours. Unlike the drain rates, it does not move with how many first tasks waited on the killed worker.
-    def cpu_ratio_to(over: dict[str, Any]) -> dict[str, float]:
-        floor_ms = over["cpu_ms_per_approval"]["total"]
-        return {b: round(floor_ms / r["cpu_ms_per_approval"]["total"], 2) for b, r in backends.items()}
+    def cpu_ratio_to(over: dict[str, dict[str, Any]]) -> dict[str, float]:
+        return {
+            b: round(over[b]["cpu_ms_per_approval"]["total"] / r["cpu_ms_per_approval"]["total"], 2)
+            for b, r in backends.items()
+        }
 
-    cpu_ratio = cpu_ratio_to(floor)
+    cpu_ratio = cpu_ratio_to(the_floor)
     say(f"recovery: drain rate / the floor's: {ratio}; tasks: {task_ratio}; CPU: {cpu_ratio}")
     result = {"approvals": count, "workers": WORKERS, "backends": backends, **floors, "ratio_to_floor": ratio}
     if turn_floors:
         result["floor_turn_after"] = turn_floors
-        result["ratio_to_turn_floor"] = {
-            b: round(r["approvals_per_second"] / turn_floors[b]["approvals_per_second"], 2) for b, r in backends.items()
-        }
-        result["cpu_ratio_to_turn_floor"] = {
-            b: round(turn_floors[b]["cpu_ms_per_approval"]["total"] / r["cpu_ms_per_approval"]["total"], 2)
-            for b, r in backends.items()
-        }
+        result["ratio_to_turn_floor"] = rate_ratio(turn_floors)
+        result["cpu_ratio_to_turn_floor"] = cpu_ratio_to(turn_floors)
         say(
             f"recovery: drain rate / the turn floor's: {result['ratio_to_turn_floor']};"
             f" CPU: {result['cpu_ratio_to_turn_floor']}"

@@ -12,7 +12,7 @@ from config.settings import Settings
 from core.conversation_model import DecisionInput
 from doors.control import send_decision
 from tests.conftest import HistoryRecorder
-from tests.support.helpers import approval_row, start_and_wait, wait_status, workspace_of
+from tests.support.helpers import approval_row, scheduled_activities, start_and_wait, wait_status, workspace_of
 from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import EXECUTE_TOOL, JUDGE_CALL, PICK_TOOL_HOST
@@ -38,11 +38,7 @@ async def test_the_host_is_picked_in_the_task_that_judges_the_asked_call(
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             task_of.setdefault(event.activity_task_scheduled_event_attributes.activity_type.name, completed_tasks)
     assert task_of[PICK_TOOL_HOST] == task_of[JUDGE_CALL]
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in after.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
+    scheduled = scheduled_activities(after)
     assert scheduled.count(PICK_TOOL_HOST) == 1 and scheduled.count(EXECUTE_TOOL) == 1
     assert (workspace_of(settings, cid) / "notes.txt").read_text() == "hello"
     assert approval_row(settings.approvals_db, row["request_id"])["execution_state"] == "done"

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from temporalio import activity
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
@@ -28,19 +27,10 @@ from doors.control import get_state, send_decision, send_message, start_conversa
 from storage.backend import StoreUnavailable
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.support.helpers import TURN_EVENTS, eventually, rows, start_and_wait, wait_status
+from tests.support.helpers import TURN_EVENTS, eventually, rows, scheduled_activities, start_and_wait, wait_status
 from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import LIST_TOOLS, PROJECT_CONVERSATION
-
-
-async def scheduled_activities(client: Client, conversation_id: str) -> list[str]:
-    history = await client.get_workflow_handle(conversation_id).fetch_history()
-    return [
-        event.activity_task_scheduled_event_attributes.activity_type.name
-        for event in history.events
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
 
 
 async def row_status(settings: Settings, conversation_id: str, status: str) -> bool:
@@ -72,7 +62,7 @@ async def test_each_turn_starts_in_the_read_model_with_its_listing(
 
         await eventually(answered_again)
         await eventually(lambda: row_status(settings, cid, "idle"))
-        activities = await scheduled_activities(client, cid)
+        activities = scheduled_activities(await client.get_workflow_handle(cid).fetch_history())
     assert activities.count(LIST_TOOLS) == 2
     assert activities.count(PROJECT_CONVERSATION) == 2  # each turn's end, none for a start
     turns = [e for e in turn_events(settings, cid) if e in ("turn.started", "turn.completed")]
@@ -96,7 +86,7 @@ async def test_a_listing_worker_that_cannot_write_leaves_the_turn_start_to_the_w
         cid = await start_conversation(client, settings, "hello")
         await wait_status(client, cid, "idle")
         await eventually(lambda: row_status(settings, cid, "idle"))
-        activities: list[Any] = await scheduled_activities(client, cid)
+        activities: list[Any] = scheduled_activities(await client.get_workflow_handle(cid).fetch_history())
     assert activities == [LIST_TOOLS, PROJECT_CONVERSATION, "call_llm", PROJECT_CONVERSATION]
     assert turn_events(settings, cid) == ["turn.started", "turn.completed"]
 

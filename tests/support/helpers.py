@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 from psycopg.rows import dict_row
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.workspaces import workspace_for
@@ -177,6 +177,15 @@ async def terminate_if_running(client: Client, workflow_id: str, reason: str = "
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
+
+
+def scheduled_activities(history: WorkflowHistory) -> list[str]:
+    """The activity types a history scheduled, in order."""
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
 
 
 def tool_messages(state: ConversationState) -> list[str]:
