@@ -20,6 +20,7 @@ from config.settings import Settings
 pytestmark = pytest.mark.long
 
 
+@pytest.mark.timeout(600)  # a hang guard: 163 s in a loaded CI run of `make test-scale`
 async def test_recovery_after_sigkill_runs_each_tool_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sc_parked, "SETTLE_SECONDS", 0.0)
     monkeypatch.setattr(sc_parked, "RSS_SAMPLES", 1)

@@ -31,6 +31,7 @@ from worker import build_worker
 
 BIG_TURN = 60
 BIG_TEXT = "0123456789" * 5000  # 50,000 characters; the limit is 16,000
+SECONDS_PER_TURN = 5  # the many-turns test's budget per turn: about 0.4 s alone, over 1.2 s in a loaded CI run
 
 
 def kind(n: int) -> str:
@@ -67,6 +68,9 @@ def turns_completed(settings: Settings, cid: str) -> int:
     return int(found[0]["n"]) if found else 0
 
 
+# A hang guard, not a timed check: 200 turns take about 80 s alone and over 240 s beside the other
+# scale tests on a loaded two-core machine (CI); its wait is SECONDS_PER_TURN a turn.
+@pytest.mark.timeout(1200)
 @at_scale("turns", quick=60, full=200)
 async def test_many_turns_across_many_runs_lose_nothing(
     client: Client, settings: Settings, model: ScriptedModel, histories: HistoryRecorder, turns: int
@@ -111,7 +115,7 @@ async def test_many_turns_across_many_runs_lose_nothing(
                     await handle.signal(SIGNAL_APPROVAL_DECISION, DecisionInput(request_id=rid, decision=contrary))
                 await asyncio.sleep(0.02)
 
-        await asyncio.wait_for(asyncio.gather(pump(), decider()), timeout=240)
+        await asyncio.wait_for(asyncio.gather(pump(), decider()), timeout=SECONDS_PER_TURN * turns)
         state = await get_state(client, cid)
 
         # A decision repeated after many switches is still refused: resolutions carry over.

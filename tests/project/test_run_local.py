@@ -159,6 +159,7 @@ def runs() -> Iterator[list[LocalRun]]:
 
 
 @pytest.mark.long
+@pytest.mark.timeout(600)  # a hang guard: 208 s in a loaded CI run of `make test-scale`
 def test_run_local_starts_everything_keeps_it_across_a_restart_and_stops_it_all(
     tmp_path: Path, runs: list[LocalRun]
 ) -> None:

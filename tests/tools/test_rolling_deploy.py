@@ -64,7 +64,7 @@ EXECUTE = "execute_tool"
 DOORS = {"ui-one", "ui-two", "cli"}
 SETUP = "setup"  # who approves the first requests, before the deploy
 HANDED_OVER = "its worker stopped and handed the conversation over"
-BUDGET = 1300.0  # seconds for the whole test, below its timeout, so a stall fails with what is stuck
+BUDGET = 2400.0  # seconds for the whole test, below its timeout, so a stall fails with what is stuck
 
 
 def mark_each_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -85,9 +85,10 @@ class Run:
 
 
 # 300 conversations, their second requests decided three ways while the three hosts are replaced in
-# turn: about 270 s beside a `make test` on two cores. Its waits share one budget below the timeout:
-# a stall fails with the conversations still waiting, where they are, and the logs.
-@pytest.mark.timeout(1500)
+# turn: about 430 s alone on two cores, and over 1,300 s beside the other scale tests in a loaded CI
+# run. Its waits share one budget below the timeout: a stall fails with the conversations still
+# waiting, where they are, and the logs.
+@pytest.mark.timeout(2700)
 @at_scale("conversations", quick=6, full=300)
 async def test_a_rolling_deploy_while_people_decide_strands_nothing_and_runs_each_tool_once(
     client: Client,
