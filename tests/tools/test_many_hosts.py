@@ -96,6 +96,7 @@ async def decide_three_ways(ui_urls: list[str], env: dict[str, str], request_id:
 # on two cores (docs/scaling.md). Its waits share one budget below the
 # timeout: a stall fails with the conversations still waiting, where they are, and the logs.
 @pytest.mark.timeout(1200)
+@pytest.mark.many_processes
 @at_scale("conversations", quick=6, full=300)
 async def test_three_hosts_two_uis_and_the_cli_with_workers_killed(
     client: Client, many_hosts_settings: Settings, model: ScriptedModel, tmp_path: Path, conversations: int

@@ -85,10 +85,11 @@ class Run:
 
 
 # 300 conversations, their second requests decided three ways while the three hosts are replaced in
-# turn: about 430 s alone on two cores, and over 1,300 s beside the other scale tests in a loaded CI
-# run. Its waits share one budget below the timeout: a stall fails with the conversations still
-# waiting, where they are, and the logs.
+# turn: about 430 s alone on two cores (`make test-scale` runs it apart, marker `many_processes`),
+# and over 1,300 s beside the other scale tests in a loaded CI run. Its waits share one budget below
+# the timeout: a stall fails with the conversations still waiting, where they are, and the logs.
 @pytest.mark.timeout(2700)
+@pytest.mark.many_processes
 @at_scale("conversations", quick=6, full=300)
 async def test_a_rolling_deploy_while_people_decide_strands_nothing_and_runs_each_tool_once(
     client: Client,
