@@ -29,7 +29,7 @@ from config.supplied_secret import BadSeal, unseal_all
 from config.tools_section import DEFAULT_MAX_READ_BYTES, ToolsConfig
 from core.hosts import EVENT_NOT_SAVED, WorkspaceRestored, WorkspaceSaved
 from core.previews import EffectPreview, content_hash, dry_run_argument, with_dry_run
-from core.projection_model import ProjectionEvent
+from core.projection_model import ConversationProjection, ProjectionEvent
 from core.tool_model import ToolCatalog, ToolDef
 from core.tool_run_model import ListToolsInput, PreviewInput, ToolRequest, ToolResult
 from core.tool_specs import TOOL_SPECS, InvalidToolCall, builtin_tool
@@ -81,16 +81,15 @@ class ToolActivities:
         A read model that refuses that write does not fail the listing: the workflow then writes the
         start with its own projection activity, retried until the read model takes it."""
         activity.heartbeat()
-        wrote = request.turn_start is not None and await self._write_turn_start(request)
+        wrote = request.turn_start is not None and await self._write_turn_start(request.turn_id, request.turn_start)
         listed = await self.sources.catalog(request.workspace)
         return listed.model_copy(update={"wrote_turn_start": True}) if wrote else listed
 
-    async def _write_turn_start(self, request: ListToolsInput) -> bool:
-        assert request.turn_start is not None
+    async def _write_turn_start(self, turn_id: str, start: ConversationProjection) -> bool:
         try:
-            await self._projection.project_conversation(request.turn_start)
+            await self._projection.project_conversation(start)
         except Exception as err:
-            activity.logger.warning("the start of %s is left to the workflow: %s", request.turn_id, err)
+            activity.logger.warning("the start of %s is left to the workflow: %s", turn_id, err)
             return False
         return True
 
