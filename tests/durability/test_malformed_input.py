@@ -27,7 +27,7 @@ from core.conversation_model import DecisionResult
 from demo_model.server import text_reply
 from doors.control import get_state, send_message, start_conversation
 from tests.conftest import HistoryRecorder
-from tests.support.helpers import eventually, tool_messages, wait_pending, wait_status, workspace_of
+from tests.support.helpers import tool_messages, wait_pending, wait_reply, wait_status, workspace_of
 from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 
@@ -101,13 +101,7 @@ async def test_bad_signals_and_updates_leave_the_workflow_working(
 
         model.behaviour = lambda messages: text_reply("yes")
         await send_message(client, cid, "still there?")
-
-        async def answered() -> bool:
-            state = await get_state(client, cid)
-            return state.turn_status == "idle" and state.messages[-1].content == "yes"
-
-        await eventually(answered)
-        state = await get_state(client, cid)
+        state = await wait_reply(client, cid, "yes")
         assert [m.content for m in state.messages if m.role == "user"] == ["write a.txt", "still there?"]
 
     assert (workspace_of(settings, cid) / "a.txt").read_text() == "ok"

@@ -23,11 +23,19 @@ from core.projection_model import ConversationProjection
 from core.tool_model import ToolCatalog
 from core.tool_run_model import ListToolsInput
 from demo_model.server import text_reply
-from doors.control import get_state, send_decision, send_message, start_conversation
+from doors.control import send_decision, send_message, start_conversation
 from storage.backend import StoreUnavailable
 from storage.store import ProjectionStore
 from tests.conftest import HistoryRecorder
-from tests.support.helpers import TURN_EVENTS, eventually, rows, scheduled_activities, start_and_wait, wait_status
+from tests.support.helpers import (
+    TURN_EVENTS,
+    eventually,
+    rows,
+    scheduled_activities,
+    start_and_wait,
+    wait_reply,
+    wait_status,
+)
 from tests.support.scripts import ScriptedModel, calls_then_summary
 from worker import build_worker
 from workflows.activity_calls import LIST_TOOLS, PROJECT_CONVERSATION
@@ -55,12 +63,7 @@ async def test_each_turn_starts_in_the_read_model_with_its_listing(
         await wait_status(client, cid, "idle", tool_results=1)
         model.behaviour = lambda messages: text_reply("second answer")
         await send_message(client, cid, "and again")
-
-        async def answered_again() -> bool:
-            state = await get_state(client, cid)
-            return state.turn_status == "idle" and state.messages[-1].content == "second answer"
-
-        await eventually(answered_again)
+        await wait_reply(client, cid, "second answer")
         await eventually(lambda: row_status(settings, cid, "idle"))
         activities = scheduled_activities(await client.get_workflow_handle(cid).fetch_history())
     assert activities.count(LIST_TOOLS) == 2

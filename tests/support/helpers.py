@@ -134,6 +134,17 @@ async def wait_status(
     return await eventually(check, timeout=timeout)
 
 
+async def wait_reply(client: Client, conversation_id: str, text: str, timeout: float = 30.0) -> ConversationState:
+    """Wait for the turn a message just sent started to end idle with `text` as the last message:
+    `wait_status` alone would see the idle state from before the message."""
+
+    async def check() -> ConversationState | None:
+        state = await get_state(client, conversation_id)
+        return state if state.turn_status == "idle" and state.messages[-1].content == text else None
+
+    return await eventually(check, timeout=timeout)
+
+
 class Tracker(Protocol):
     def track(self, conversation_id: str) -> str: ...
 
